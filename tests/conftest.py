@@ -1,0 +1,54 @@
+"""Shared fixtures: a real embedded PostgreSQL per test session, throwaway caches."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from citegate import db
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Point generated state at a temp dir (the embedding cache stays shared to keep tests fast)."""
+    var = tmp_path_factory.mktemp("var")
+    old = {k: os.environ.get(k) for k in ("CITEGATE_VAR", "CITEGATE_CACHE", "DATABASE_URL")}
+    os.environ["CITEGATE_CACHE"] = os.environ.get("CITEGATE_CACHE") or str(
+        Path(__file__).resolve().parents[1] / "var" / "cache"
+    )
+    os.environ["CITEGATE_VAR"] = str(var)
+    yield
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="session")
+def pg_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """URI of a fresh embedded PostgreSQL server for this test session."""
+    return db.start_embedded(tmp_path_factory.mktemp("pgdata"))
+
+
+@pytest.fixture()
+def fresh_db(pg_url: str) -> Iterator[str]:
+    """A new empty database on the session server, dropped afterwards."""
+    name = f"t_{os.getpid()}_{os.urandom(4).hex()}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = pg_url.replace("/postgres?", f"/{name}?")
+    yield url
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture()
+def conn(fresh_db: str) -> Iterator[psycopg.Connection]:
+    """A migrated connection to a fresh database."""
+    with db.connect(fresh_db) as c:
+        yield c

