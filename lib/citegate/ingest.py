@@ -35,16 +35,10 @@ class IngestReport:
 
 
 def demo_readers() -> dict[str, Callable[[], Iterator[Fragment]]]:
-    """The built-in corpora by name."""
-    from citegate.sources.gita import read_gita
-    from citegate.sources.lectures import read_lectures
-    from citegate.sources.xquad import read_xquad
+    """The built-in corpus builds by name (see `citegate.builds`)."""
+    from citegate.builds import BUILDS
 
-    def gita() -> Iterator[Fragment]:
-        yield from read_gita()
-        yield from read_lectures()
-
-    return {"gita": gita, "xquad": read_xquad}
+    return dict(BUILDS)
 
 
 def validated(frags: Iterable[Fragment], origin: str) -> Iterator[Fragment]:

@@ -122,7 +122,7 @@ ORDER BY array_position(%(labels)s, addr_label), kind <> 'verse', id LIMIT %(k)s
 """
 ADDRESS_TRGM_SQL = """
 SELECT id, strict_word_similarity(%(t)s, addr_search) AS s FROM fragments
-WHERE embedder_id = %(eid)s AND corpus = ANY(%(corpora)s) AND %(t)s <<% addr_search
+WHERE embedder_id = %(eid)s AND corpus = ANY(%(corpora)s) AND %(t)s <<%% addr_search
 ORDER BY s DESC, id LIMIT %(k)s
 """
 
@@ -145,7 +145,7 @@ def address(
         "t": text[:300],
     }
     ids = [r[0] for r in conn.execute(ADDRESS_EXACT_SQL, params).fetchall()] if labels else []
-    hits = [LaneHit(i, "address", n, 1.0) for n, i in enumerate(ids, 1)]
+    hits = [LaneHit(i, "address:exact", n, 1.0) for n, i in enumerate(ids, 1)]
     with conn.transaction():
         conn.execute(
             "SELECT set_config('pg_trgm.strict_word_similarity_threshold', %s, true)",

@@ -52,12 +52,18 @@ class Candidate:
     @property
     def forced(self) -> bool:
         """Lexical and address hits pass the cosine pre-floor regardless of their cosine."""
-        return any(lane.split("@")[0] in FORCING_LANES for lane in self.lanes)
+        return any(lane.startswith(FORCING_LANES) for lane in self.lanes)
 
-    def rank_key(self) -> tuple[float, float, int]:
-        """Order by rerank score, then cosine, then id (deterministic ties)."""
+    @property
+    def pinned(self) -> bool:
+        """Named by a canonical address in the question ("BG 2.13"): the user asked for this
+        source, so it also passes the cap and ranks first."""
+        return any(lane.startswith("address:exact") for lane in self.lanes)
+
+    def rank_key(self) -> tuple[bool, float, float, int]:
+        """Pinned first, then rerank score, then cosine, then id (deterministic ties)."""
         rr = self.score if self.rerank_score is None else self.rerank_score
-        return (-rr, -self.score, self.fragment_id)
+        return (not self.pinned, -rr, -self.score, self.fragment_id)
 
 
 @dataclass(frozen=True)
@@ -127,8 +133,8 @@ def pre_floor(pool: Sequence[Candidate], floor: float) -> tuple[list[Candidate],
 
 
 def cap(pool: Sequence[Candidate], n: int) -> tuple[list[Candidate], list[Candidate]]:
-    """Keep the top n by cosine."""
-    ordered = sorted(pool, key=lambda c: (-c.score, c.fragment_id))
+    """Keep the top n by cosine (pinned address hits first)."""
+    ordered = sorted(pool, key=lambda c: (not c.pinned, -c.score, c.fragment_id))
     return ordered[:n], ordered[n:]
 
 
@@ -226,6 +232,7 @@ def replay(trace: RetrievalTrace, cfg: PipelineConfig) -> RetrievalResult:
     rounds: list[RoundResult] = []
     for r in range(1, cfg.max_fanout_rounds + 1):
         notes, stage = cut([c for c in trace.candidates if c.round <= r], cfg)
+        stage.update((c.fragment_id, "unused:later_round") for c in trace.candidates if c.round > r)
         rounds.append(RoundResult(r, tuple(notes), stage, verdict(notes, cfg)))
         if rounds[-1].gate.decision != "between":
             break
@@ -338,7 +345,7 @@ def collect(
 
 
 def _candidate(row: dict[str, Any], lane_tags: list[str], rnd: int, missed: bool) -> Candidate:
-    fields_ = {k: row[k] for k in lanes.FRAGMENT_COLUMNS if k != "id" and k != "book"}
+    fields_ = {k: row[k] for k in lanes.FRAGMENT_COLUMNS if k not in ("id", "book", "loc_token")}
     if missed:
         lane_tags = [t for t in lane_tags if t.startswith("exact:")]
     return Candidate(
