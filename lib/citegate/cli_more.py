@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from citegate import ask, datacheck
+from citegate import ask, datacheck, run_cli
 
-REGISTER: list[Callable[[argparse._SubParsersAction], None]] = [ask.register, datacheck.register]
+REGISTER: list[Callable[[argparse._SubParsersAction], None]] = [
+    ask.register,
+    datacheck.register,
+    run_cli.register,
+]

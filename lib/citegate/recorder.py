@@ -1,0 +1,86 @@
+"""What a notebook hands to the runner: metrics, figures, tables, datasets and a conclusion,
+written into the run folder. The runner logs them to MLflow and renders the report.
+
+A notebook run interactively (no `RUN_DIR` parameter) records into `var/runs/interactive/<name>`,
+so interactive and papermill runs behave the same.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from citegate import paths
+
+METRICS_FILE = "metrics.json"
+DATASETS_FILE = "datasets.json"
+INFO_FILE = "info.json"
+
+
+def run_dir_for(run_dir: str | None, name: str) -> Path:
+    """The folder a notebook records into (created)."""
+    path = Path(run_dir) if run_dir else paths.runs_dir() / "interactive" / name
+    (path / "figures").mkdir(parents=True, exist_ok=True)
+    (path / "tables").mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@dataclass
+class Recorder:
+    """Collects a notebook's results; every call also writes through to disk, so a notebook that
+    raises half-way still leaves what it had for the runner to log."""
+
+    run_dir: Path
+    metrics: dict[str, float] = field(default_factory=dict)
+    datasets: list[dict[str, Any]] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, run_dir: str | None, name: str) -> Recorder:
+        """A recorder on `run_dir` (or the interactive folder of notebook `name`)."""
+        return cls(run_dir_for(run_dir, name))
+
+    def metric(self, name: str, value: float) -> float:
+        """Record one scalar metric (must be finite) and return it."""
+        value = float(value)
+        if not math.isfinite(value):
+            raise ValueError(f"metric {name} is not finite: {value}")
+        self.metrics[name] = value
+        self._dump(METRICS_FILE, self.metrics)
+        return value
+
+    def figure(self, fig: Any, name: str) -> Path:
+        """Save a matplotlib figure as PNG (the notebook still shows it inline)."""
+        path = self.run_dir / "figures" / f"{name}.png"
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        return path
+
+    def table(self, frame: Any, name: str) -> Path:
+        """Save a pandas table as CSV and Parquet."""
+        frame.to_csv(self.run_dir / "tables" / f"{name}.csv", index=False)
+        path = self.run_dir / "tables" / f"{name}.parquet"
+        frame.to_parquet(path, index=False)
+        return path
+
+    def dataset(self, name: str, digest: str, rows: int, source: str, build_id: str) -> None:
+        """Record a question set used by the run (logged as an MLflow dataset input)."""
+        entry = {
+            "name": name,
+            "digest": digest,
+            "rows": rows,
+            "source": source,
+            "build_id": build_id,
+        }
+        self.datasets = [d for d in self.datasets if d["name"] != name] + [entry]
+        self._dump(DATASETS_FILE, self.datasets)
+
+    def note(self, **info: Any) -> None:
+        """Record run facts for tags (model ids, corpus build ids, sample sizes)."""
+        self.info.update(info)
+        self._dump(INFO_FILE, self.info)
+
+    def _dump(self, name: str, obj: Any) -> None:
+        (self.run_dir / name).write_text(json.dumps(obj, indent=2, default=str), encoding="utf-8")

@@ -1,0 +1,87 @@
+"""The shared retrieval pass: each (question set, corpus build, collection config, models) is
+retrieved once and cached on disk as slim traces; every threshold sweep is a `replay` of them.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import psycopg
+from tqdm.auto import tqdm
+
+from citegate import paths
+from citegate.builds import build_id
+from citegate.cache import DiskCache, digest
+from citegate.config import PipelineConfig
+from citegate.embed import Embedder
+from citegate.questions import Question
+from citegate.rerank import Reranker
+from citegate.retrieve import RetrievalTrace, collect
+
+TRACE_FORMAT = "3"  # bump when Candidate / RetrievalTrace change shape
+
+
+def collection_digest(
+    cfg: PipelineConfig, embedder_id: str, reranker_id: str, exact_check: bool
+) -> str:
+    """Identity of a retrieval pass: corpus builds, collection knobs, models, trace format."""
+    builds = [build_id(c) for c in cfg.corpora]
+    payload = {
+        "builds": builds,
+        "collection": cfg.collection_key(),
+        "embedder": embedder_id,
+        "reranker": reranker_id,
+        "exact": exact_check,
+        "format": TRACE_FORMAT,
+    }
+    return digest(json.dumps(payload, sort_keys=True, default=list))
+
+
+class TraceStore:
+    """Slim traces in one SQLite file, keyed by (collection digest, question text)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.cache = DiskCache(path or paths.cache_dir() / "traces.sqlite")
+
+    def get_many(self, key: str, questions: Sequence[Question]) -> dict[str, RetrievalTrace]:
+        """Cached traces of the given questions (by question id)."""
+        keys = {digest(key, q.text): q.id for q in questions}
+        found = self.cache.get_many(list(keys))
+        return {keys[k]: pickle.loads(zlib.decompress(v)) for k, v in found.items()}
+
+    def put(self, key: str, question: Question, trace: RetrievalTrace) -> None:
+        """Store one slim trace."""
+        blob = zlib.compress(pickle.dumps(trace.slim(), protocol=5), 6)
+        self.cache.put_many([(digest(key, question.text), blob)])
+
+
+def traces_for(
+    conn: psycopg.Connection | None,
+    questions: Sequence[Question],
+    cfg: PipelineConfig,
+    embedder: Embedder,
+    reranker: Reranker,
+    *,
+    exact_check: bool = True,
+    store: TraceStore | None = None,
+    progress: bool = True,
+) -> dict[str, RetrievalTrace]:
+    """question id -> trace, retrieving only what the cache lacks (a warm run touches no database
+    and no model; then `conn` may be None)."""
+    store = store or TraceStore()
+    key = collection_digest(cfg, embedder.id, reranker.id, exact_check)
+    out = store.get_many(key, questions)
+    todo = [q for q in questions if q.id not in out]
+    if todo and conn is None:
+        raise RuntimeError(
+            f"{len(todo)} traces are not cached and no database connection was given"
+        )
+    for q in tqdm(todo, desc="retrieve", unit="q", disable=not progress or not todo):
+        trace = collect(conn, q.text, cfg, embedder, reranker, exact_check=exact_check)
+        store.put(key, q, trace)
+        out[q.id] = trace.slim()
+    return out

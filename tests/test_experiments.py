@@ -1,0 +1,136 @@
+"""The experiment runner: papermill + MLflow (throwaway tracking dir) + reports + checks."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from citegate import paths
+from citegate.errors import ConfigError
+from citegate.experiments import load_spec, run_experiment
+from citegate.reports import browser_check, chromium
+
+PROBE = Path(__file__).parent / "fixtures" / "notebooks" / "probe.ipynb"
+SECRET = "vk-test-Zq81x0PLEASEdontLEAK"
+
+
+@pytest.fixture()
+def tracking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setenv("CITEGATE_VAR", str(tmp_path / "var"))
+    return uri
+
+
+def write_spec(tmp_path: Path, **extra: object) -> Path:
+    spec = {
+        "name": "probe",
+        "notebook": str(PROBE),
+        "parameters": {"FAIL": False},
+        "expected": {"answer": {"value": 42, "tolerance": 0.5}},
+        **extra,
+    }
+    path = tmp_path / "probe.yaml"
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"name": "x"}, "needs name and notebook"),
+        ({"name": "x", "notebook": "nope.ipynb"}, "does not exist"),
+        ({"name": "x", "notebook": str(PROBE), "parameters": {"limit": 1}}, "UPPER_CASE"),
+        ({"name": "x", "notebook": str(PROBE), "pipeline": {"pre_flor": 1}}, "unknown key"),
+        ({"name": "x", "notebook": str(PROBE), "colour": 1}, "allowed keys"),
+    ],
+)
+def test_bad_specs_are_clear_errors(tmp_path: Path, data: dict, message: str) -> None:
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    with pytest.raises(ConfigError, match=message):
+        load_spec(tmp_path / "s.yaml")
+
+
+def test_run_logs_params_metrics_tags_and_scrubs_secrets(
+    tmp_path: Path, tracking: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mlflow
+
+    monkeypatch.setenv("VOYAGE_API_KEY", SECRET)
+    out = run_experiment(load_spec(write_spec(tmp_path, pipeline={"pre_floor": 0.3})))
+    assert out.status == "FINISHED" and out.ok and out.metrics == {"answer": 42.0, "after": 1.0}
+    run = mlflow.get_run(out.run_id)
+    assert run.data.params["config.pre_floor"] == "0.3" and run.data.params["param.FAIL"] == "False"
+    assert run.data.tags["check"] == "OK" and len(run.data.tags["git_commit"]) in (7, 40, 7)
+    assert "embedder" in run.data.tags and "citegate_version" in run.data.tags
+    everything = json.dumps([run.data.params, run.data.tags])
+    for f in out.run_dir.rglob("*"):
+        if f.is_file() and f.suffix != ".parquet":
+            everything += f.read_text(encoding="utf-8", errors="replace")
+    assert SECRET not in everything and "***" in everything
+    artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(out.run_id)}
+    assert {"notebook.ipynb", "report.html", "metrics.json", "tables"} <= artifacts
+    assert (paths.runs_dir() / "index.html").read_text(encoding="utf-8").count("probe") >= 1
+
+
+def test_failing_notebook_yields_a_failed_run_with_what_it_had(
+    tmp_path: Path, tracking: str
+) -> None:
+    import mlflow
+
+    out = run_experiment(load_spec(write_spec(tmp_path)), overrides={"FAIL": True})
+    assert out.status == "FAILED" and "deliberate failure" in out.error
+    assert out.metrics == {"answer": 42.0} and not out.ok
+    run = mlflow.get_run(out.run_id)
+    assert run.info.status == "FAILED" and run.data.metrics["answer"] == 42.0
+    assert (out.run_dir / "report.html").exists()
+
+
+def test_expectation_failure_is_reported(tmp_path: Path, tracking: str) -> None:
+    spec = load_spec(
+        write_spec(
+            tmp_path,
+            expected={
+                "answer": {"value": 1, "tolerance": 0.1},
+                "missing_metric": {"value": 0, "tolerance": 1},
+            },
+        )
+    )
+    out = run_experiment(spec)
+    assert out.status == "FINISHED" and not out.ok
+    assert {k: ok for k, (_, _, ok) in out.checks.items()} == {
+        "answer": False,
+        "missing_metric": False,
+    }
+
+
+def test_sweep_logs_nested_child_runs(tmp_path: Path, tracking: str) -> None:
+    import mlflow
+
+    out = run_experiment(load_spec(write_spec(tmp_path, sweep={"FAIL": [False]})))
+    runs = mlflow.search_runs(search_all_experiments=True)
+    children = runs[runs["tags.mlflow.parentRunId"] == out.run_id]
+    assert len(children) == 1 and out.ok
+
+
+@pytest.mark.db
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["01_prefloor_recall", "02_rerank_calibration", "03_gate_roc"])
+def test_each_notebook_runs_with_tiny_parameters(
+    name: str, demo_db: str, tracking: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DATABASE_URL", demo_db)
+    spec = load_spec(paths.EXPERIMENTS / f"{name}.yaml")
+    out = run_experiment(spec, profile="tiny")
+    assert out.status == "FINISHED", out.error
+    assert out.metrics and all(math.isfinite(v) for v in out.metrics.values())
+    assert list((out.run_dir / "figures").glob("*.png"))
+    report = (out.run_dir / "report.html").read_text(encoding="utf-8")
+    assert "Conclusion" in report and "import " not in report  # no code cells in the report
+    if chromium():
+        seen = browser_check(out.run_dir / "report.html", out.run_dir / "screenshot.png")
+        assert seen["images"] >= 1 and seen["broken"] == 0 and not seen["overflow"], seen

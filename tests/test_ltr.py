@@ -1,0 +1,247 @@
+"""The learning-to-rank reranker: pair features, fitting, persistence, and a small real training."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+
+from citegate import ltr
+from citegate.errors import ConfigError
+from citegate.retrieve import Candidate
+
+
+def cand(
+    fid: int,
+    text: str,
+    score: float,
+    lanes: tuple[str, ...] = ("dense:library@r1",),
+    kind: str = "prose_chapter",
+    lang: str = "en",
+    addr: str | None = None,
+) -> Candidate:
+    return Candidate(
+        fragment_id=fid,
+        frag_key=f"k{fid}",
+        corpus="t",
+        kind=kind,
+        source_id="s",
+        track_id=None,
+        start_ms=None,
+        end_ms=None,
+        addr_label=addr,
+        text=text,
+        lang=lang,
+        score=score,
+        lanes=lanes,
+        round=1,
+    )
+
+
+def col(name: str) -> int:
+    return ltr.FEATURE_NAMES.index(name)
+
+
+# ---------------------------------------------------------------- features
+
+
+def test_feature_matrix_shape_and_relative_cosine() -> None:
+    cands = [
+        cand(1, "a text", 0.80),
+        cand(2, "b text", 0.90),
+        cand(3, "c text", 0.80),
+        cand(4, "d text", 0.75),
+    ]
+    X = ltr.features("question", cands)
+    assert X.shape == (4, len(ltr.FEATURE_NAMES))
+    assert X[:, col("cosine")].tolist() == [0.80, 0.90, 0.80, 0.75]
+    assert X[:, col("cos_rank")].tolist() == [2, 1, 2, 4]  # ties share the better rank
+    assert np.allclose(X[:, col("cos_gap")], [-0.1, 0.0, -0.1, -0.15])
+    assert ltr.features("q", []).shape == (0, len(ltr.FEATURE_NAMES))
+
+
+def test_lane_flags_and_counts() -> None:
+    c = cand(
+        1,
+        "t",
+        0.8,
+        lanes=("dense:verses@r1", "lexical@r2", "address@r1", "address:exact@r1", "lexical@r2"),
+    )
+    only_r2 = cand(2, "t", 0.7, lanes=("dense:verses@r2", "lexical@r2"))
+    X = ltr.features("q", [c, only_r2])
+    row = dict(zip(ltr.FEATURE_NAMES, X[0], strict=True))
+    assert row["lane_dense"] == row["lane_lexical"] == 1
+    assert row["lane_address"] == row["lane_address_exact"] == 1
+    assert row["round2_only"] == 0 and row["n_lanes"] == 5
+    row2 = dict(zip(ltr.FEATURE_NAMES, X[1], strict=True))
+    assert row2["round2_only"] == 1 and row2["lane_address"] == row2["lane_address_exact"] == 0
+
+
+def test_text_overlaps_kind_length_language_and_address() -> None:
+    q = "Что говорит Кришна о бессмертии души?"
+    good = cand(1, "Кришна говорит, что душа бессмертна и вечна.", 0.8, lang="ru")
+    bad = cand(
+        2, "The Super Bowl was played in Santa Clara.", 0.8, kind="verse", lang="en", addr="BG 2.13"
+    )
+    X = ltr.features(q, [good, bad])
+    g, b = X
+    assert g[col("trgm_jaccard")] > b[col("trgm_jaccard")] == 0.0
+    # question words: говорит кришна бессмертии души ("что" is a stop word, "о" too short);
+    # stems shared: кришн, говор, бессм (души/душа differ); exact words shared: говорит, кришна
+    assert g[col("stem_overlap")] == pytest.approx(3 / 4)
+    assert g[col("word_overlap")] == pytest.approx(2 / 4)
+    assert b[col("stem_overlap")] == b[col("word_overlap")] == 0.0
+    assert g[col("kind_prose_chapter")] == 1 and g[col("kind_verse")] == 0
+    assert b[col("kind_verse")] == 1
+    assert g[col("lang_match")] == 1 and b[col("lang_match")] == 0
+    assert g[col("log_len")] == pytest.approx(math.log1p(len(good.text)))
+    assert X[:, col("address_match")].tolist() == [0, 0]
+    X2 = ltr.features("What does Bg. 2.13 teach?", [bad, good])
+    assert X2[:, col("address_match")].tolist() == [1, 0]
+
+
+def test_language_guess() -> None:
+    assert ltr.guess_lang("Кто такой Арджуна?") == "ru"
+    assert ltr.guess_lang("कर्मण्येवाधिकारस्ते") == "hi"
+    assert ltr.guess_lang("Who is Arjuna?") == "en"
+
+
+# ---------------------------------------------------------------- fitting and persistence
+
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa", "lambda"]
+WORDS += ["sigma", "omega", "tau", "rho"]
+
+
+def synthetic_items(n: int, seed: int = 0) -> list:
+    """Questions whose gold passage shares their words (cosines are uninformative noise)."""
+    rnd = random.Random(seed)
+    items = []
+    for i in range(n):
+        topic = rnd.sample(WORDS, 3)
+        others = [w for w in WORDS if w not in topic]
+        q = " ".join(topic) + "?"
+        cands = [cand(i * 10, " ".join(topic + rnd.sample(others, 3)), rnd.uniform(0.75, 0.9))]
+        cands += [
+            cand(i * 10 + j, " ".join(rnd.sample(others, 6)), rnd.uniform(0.75, 0.9))
+            for j in range(1, 8)
+        ]
+        rnd.shuffle(cands)
+        items.append((f"q{i}", q, f"g{i}", cands, [i * 10]))
+    return items
+
+
+@pytest.fixture(scope="module")
+def tiny_model() -> ltr.LTRReranker:
+    pairs = ltr.pairs_from(synthetic_items(40))
+    assert pairs.n_questions == 40 and pairs.y.sum() == 40
+    model, winner, report = ltr.select_and_fit(pairs, folds=4)
+    assert winner in ("hgb", "logreg")
+    assert set(report["mean"]) == {"hgb", "logreg", "none"}
+    assert report["mean"][winner] > report["mean"]["none"]
+    import sklearn
+
+    meta = {"feature_names": list(ltr.FEATURE_NAMES), "sklearn": sklearn.__version__}
+    return ltr.LTRReranker("tiny", model, meta)
+
+
+def test_trained_model_ranks_the_relevant_candidate_first(tiny_model: ltr.LTRReranker) -> None:
+    q = "gamma kappa omega?"
+    rel = cand(1, "omega and gamma with kappa", 0.78)
+    irr = cand(2, "alpha beta delta sigma", 0.86)
+    s = tiny_model.score(q, [irr, rel])
+    assert len(s) == 2 and all(0.0 <= x <= 1.0 for x in s)
+    assert s[1] > s[0]
+    assert tiny_model.id == "ltr/tiny" and tiny_model.uses_features is True
+    assert tiny_model.score(q, []) == []
+
+
+def test_pickle_round_trip(
+    tiny_model: ltr.LTRReranker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CITEGATE_VAR", str(tmp_path))
+    path = ltr.save_ltr(tiny_model)
+    assert path == tmp_path / "models" / "ltr-tiny.pkl"
+    again = ltr.load_ltr("ltr/tiny")
+    assert again.id == "ltr/tiny" and again.meta == tiny_model.meta
+    assert again.cache_id == tiny_model.cache_id == f"ltr/tiny@{tiny_model.version}"
+    cands = [c for item in synthetic_items(3, seed=7) for c in item[3]]
+    assert again.score("alpha beta gamma", cands) == tiny_model.score("alpha beta gamma", cands)
+
+
+def test_missing_model_names_the_training_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CITEGATE_VAR", str(tmp_path))
+    with pytest.raises(ConfigError, match=r"citegate ltr train --name nothing"):
+        ltr.load_ltr("ltr/nothing")
+    with pytest.raises(ConfigError):
+        ltr.load_ltr("../escape")
+
+
+def test_make_reranker_wraps_a_trained_model(
+    tiny_model: ltr.LTRReranker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from citegate.rerank import CachedReranker, make_reranker
+
+    monkeypatch.setenv("CITEGATE_VAR", str(tmp_path))
+    monkeypatch.setenv("CITEGATE_CACHE", str(tmp_path / "cache"))  # not the shared rerank cache
+    ltr.save_ltr(tiny_model)
+    r = make_reranker("ltr/tiny")
+    assert isinstance(r, CachedReranker) and r.id == "ltr/tiny"
+    cands = synthetic_items(1, seed=3)[0][3]
+    assert r.score("alpha beta", cands) == pytest.approx(tiny_model.score("alpha beta", cands))
+
+
+def test_cli_registers_ltr_train(monkeypatch: pytest.MonkeyPatch) -> None:
+    p = argparse.ArgumentParser()
+    ltr.register(p.add_subparsers(dest="command"))
+    args = p.parse_args(["ltr", "train", "--name", "x", "--sets", "xquad", "--limit", "5"])
+    assert (args.name, args.sets, args.limit, args.func) == ("x", ["xquad"], 5, ltr.cmd_train)
+    args = p.parse_args(["ltr", "train"])
+    assert (args.name, args.sets, args.limit) == ("default", ["gita", "xquad"], None)
+
+
+def test_markdown_table() -> None:
+    import pandas as pd
+
+    from citegate.rerank_eval import _mrr, _ndcg_at_k, to_markdown
+
+    assert _ndcg_at_k([[5, 1, 2]], [[1]]) == pytest.approx(1 / math.log2(3))
+    assert _ndcg_at_k([[1, 2], [3]], [[1, 2], []]) == pytest.approx(1.0)  # no gold: skipped
+    assert _mrr([[5, 6, 1], [5]], [[1], [1]]) == pytest.approx(1 / 6)
+    md = to_markdown(pd.DataFrame([{"reranker": "none", "ndcg@10": 0.5, "mrr": 0.25}]))
+    assert md.splitlines()[2] == "| none | 0.5000 | 0.2500 |"
+
+
+# ---------------------------------------------------------------- on the demo database
+
+
+@pytest.mark.db
+def test_train_and_compare_on_a_small_xquad_sample(
+    demo: psycopg.Connection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from citegate.embed import default_embedder
+    from citegate.rerank_eval import compare_rerankers
+    from citegate.traces import TraceStore
+
+    monkeypatch.setenv("CITEGATE_VAR", str(tmp_path))
+    # Traces hold fragment ids of the database they came from: keep the demo's apart.
+    store = TraceStore(tmp_path / "traces.sqlite")
+    emb = default_embedder()
+    meta = ltr.train_ltr(
+        demo, "t40", ("xquad",), emb, progress=False, limit=40, folds=3, store=store
+    )
+    assert Path(meta["path"]) == tmp_path / "models" / "ltr-t40.pkl"
+    assert meta["n_questions"] == 40 and meta["n_positive"] > 0
+    assert meta["sets"][0]["name"] == "xquad" and len(meta["sets"][0]["digest"]) == 64
+    df = compare_rerankers(
+        demo, "xquad", ["none", "ltr/t40"], "test", 40, emb, store=store, progress=False
+    )
+    assert list(df["reranker"]) == ["none", "ltr/t40"]
+    assert (df["questions"] == 40).all()
+    assert df["ndcg@10"].map(math.isfinite).all() and (df["pairs_per_s"] > 0).all()
