@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,9 +32,16 @@ def _isolated_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def pg_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """URI of a fresh embedded PostgreSQL server for this test session."""
-    return db.start_embedded(tmp_path_factory.mktemp("pgdata"))
+def pg_url() -> Iterator[str]:
+    """URI of a fresh embedded PostgreSQL server for this test session.
+
+    Its data dir is a private temp dir, not pytest's numbered tmp dirs (which a concurrent pytest
+    session may rotate away under a running server).
+    """
+    folder = Path(tempfile.mkdtemp(prefix="citegate-pg-"))
+    yield db.start_embedded(folder / "pgdata")
+    db.stop_embedded(folder / "pgdata")
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture()

@@ -37,6 +37,13 @@ def start_embedded(pgdata: Path | None = None) -> str:
     return _SERVERS[key].get_uri()
 
 
+def stop_embedded(pgdata: Path) -> None:
+    """Stop an embedded server this process started (no-op if it did not start one)."""
+    server = _SERVERS.pop(str(Path(pgdata).resolve()), None)
+    if server is not None:
+        server.cleanup()
+
+
 def database_url() -> str:
     """`DATABASE_URL` if set, else the URI of the project's embedded server (started on demand)."""
     return os.environ.get("DATABASE_URL") or start_embedded()
@@ -57,6 +64,9 @@ def connect(url: str | None = None, *, migrate_schema: bool = True) -> Iterator[
         if migrate_schema:
             migrate(conn)
         register_vector(conn)
+        # ef_search 100: recall@16 against exact search was 0.95 at pgvector's default 40 and
+        # 1.00 at 100 on the demo corpora (make bench), at about 1-2 ms per query.
+        conn.execute("SET hnsw.ef_search = 100")
         conn.execute("SET hnsw.iterative_scan = strict_order")
         yield conn
     finally:

@@ -112,7 +112,7 @@ def plot_roc_pr(
         auc = M.auroc_ci(sub["max_cosine"], sub["y"], n_boot=1).auroc
         axes[0].plot(grid, tpr, color=f"C{i}", label=f"vs {neg} (AUROC {auc:.3f})")
         axes[0].fill_between(grid, lo, hi, color=f"C{i}", alpha=0.2)
-        for name, t in marks.items():
+        for t in marks.values():
             p = M.operating_point(sub["max_cosine"], sub["y"], t)
             axes[0].plot(p["fpr"], p["tpr"], marker="o", color=f"C{i}", ms=5)
             axes[0].annotate(

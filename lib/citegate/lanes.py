@@ -97,9 +97,16 @@ ORDER BY r DESC, f.id LIMIT %(k)s
 
 
 def lexical_query(text: str) -> str:
-    """An OR query over the question's words, so a long natural question still matches."""
-    words = [w for w in "".join(c if c.isalnum() else " " for c in text).split() if len(w) > 2]
-    return " or ".join(dict.fromkeys(words[:64]))
+    """An OR query over the question's content words (stopwords dropped, so a natural question
+    does not match every row), up to 32 of them."""
+    from citegate.plan import STOPWORDS
+
+    words = [
+        w
+        for w in "".join(c if c.isalnum() else " " for c in text).split()
+        if len(w) > 2 and w.lower() not in STOPWORDS
+    ]
+    return " or ".join(list(dict.fromkeys(words))[:32])
 
 
 def lexical(

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
-_STOP = set(
+STOPWORDS = frozenset(
     [
         "a",
         "an",
@@ -85,12 +85,31 @@ _STOP = set(
         "tells",
         "told",
         "according",
-        "verse",
-        "chapter",
-        "gita",
-        "bhagavad",
-        "krishna",
-        "arjuna",
+        "there",
+        "here",
+        "have",
+        "has",
+        "had",
+        "any",
+        "all",
+        "some",
+        "more",
+        "most",
+        "other",
+        "such",
+        "only",
+        "own",
+        "same",
+        "very",
+        "just",
+        "also",
+        "describe",
+        "described",
+        "explain",
+        "mean",
+        "means",
+        "meaning",
+        "role",
         "и",
         "в",
         "во",
@@ -103,7 +122,6 @@ _STOP = set(
         "кто",
         "где",
         "когда",
-        "ли",
         "ли",
         "же",
         "это",
@@ -133,12 +151,11 @@ _STOP = set(
         "над",
         "под",
         "говорит",
-        "стихе",
-        "стих",
-        "гите",
-        "гита",
-        "кришна",
-        "арджуна",
+        "какой",
+        "какая",
+        "какие",
+        "каким",
+        "чем",
     ]
 )
 
@@ -181,7 +198,9 @@ class Planner(Protocol):
 def keywords(question: str) -> str:
     """The question's content words: the second-round fanout form of a question."""
     words = re.findall(r"[\w.:]+", question.lower())
-    kept = [w.strip(".:") for w in words if w.strip(".:") not in _STOP and len(w.strip(".:")) > 1]
+    kept = [
+        w.strip(".:") for w in words if w.strip(".:") not in STOPWORDS and len(w.strip(".:")) > 1
+    ]
     return " ".join(dict.fromkeys(kept)) or question
 
 

@@ -27,6 +27,8 @@ from citegate.plan import OfflinePlanner, Planner, QueryPlan, keywords
 from citegate.rerank import Reranker
 
 FORCING_LANES = ("lexical", "address")
+# Bump when lanes or collection change what a trace holds: cached traces are keyed on it.
+RETRIEVAL_VERSION = "2"
 
 
 @dataclass(frozen=True)
