@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 export PYTHONHASHSEED := 0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run test lint format bench lab doctor clean
+.PHONY: help venv run run-full test lint format bench lab doctor screenshot clean
 
 help: ## List the targets with what they do
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -19,9 +19,20 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## Create/refresh the project virtualenv (pinned versions from pyproject.toml)
 
-run: $(STAMP) ## The main job on embedded defaults: ingest the demo corpora, then run every experiment
-	$(BIN)/citegate ingest --corpus gita xquad
-	$(BIN)/citegate doctor
+EXPERIMENTS := $(sort $(wildcard experiments/[0-9][0-9]_*.yaml))
+
+run: $(STAMP) ## The main job: ingest the demo corpora, check the data, train the LTR reranker, run every experiment
+	$(BIN)/citegate ingest --corpus gita xquad gita-split xquad-split
+	$(BIN)/citegate data check
+	$(BIN)/citegate ltr train
+	$(BIN)/citegate run $(EXPERIMENTS)
+	@echo "reports: var/runs/index.html"
+
+run-full: $(STAMP) ## Like `run`, on the full question sets (slow: every question is retrieved once, then cached)
+	$(BIN)/citegate ingest --corpus gita xquad gita-split xquad-split
+	$(BIN)/citegate data check
+	$(BIN)/citegate ltr train
+	$(BIN)/citegate run --profile full $(EXPERIMENTS)
 
 test: $(STAMP) lint ## Lint, then every test (unit, real PostgreSQL, notebooks)
 	$(BIN)/pytest -q
@@ -40,8 +51,12 @@ bench: $(STAMP) ## Benchmarks, reported as ratios measured in one run
 doctor: $(STAMP) ## Database, extensions, embedder, fragment counts
 	$(BIN)/citegate doctor
 
-lab: $(STAMP) ## Open JupyterLab on notebooks/ with citegate importable
-	$(BIN)/jupyter lab notebooks/
+lab: $(STAMP) ## Open JupyterLab on notebooks/ with citegate importable (same kernel as papermill)
+	$(BIN)/jupyter lab --notebook-dir=notebooks
+
+screenshot: $(STAMP) ## Open the newest report of each experiment in headless Chromium; check figures and overflow
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+	$(BIN)/python -m citegate.reports
 
 clean: ## Remove generated state (database, caches, runs); keeps .venv
 	rm -rf var

@@ -155,3 +155,27 @@ def browser_check(report: Path, screenshot: Path | None = None) -> dict[str, Any
         _chrome([f"--screenshot={screenshot}", report.resolve().as_uri()])
         result["screenshot"] = str(screenshot)
     return result
+
+
+def main() -> int:
+    """Check the newest report of every experiment in headless Chromium; save screenshots."""
+    from citegate import paths
+
+    bad = 0
+    for exp in sorted(p for p in paths.runs_dir().glob("*") if p.is_dir() and p.name[:2].isdigit()):
+        runs = sorted(exp.glob("*/report.html"))
+        if not runs:
+            continue
+        shot = runs[-1].parent / "screenshot.png"
+        seen = browser_check(runs[-1], shot)
+        ok = seen["broken"] == 0 and not seen["overflow"] and seen["images"] > 0
+        bad += not ok
+        print(
+            f"{'OK  ' if ok else 'FAIL'} {exp.name}: {seen['images']} figures, {seen['broken']} "
+            f"broken, overflow={seen['overflow']}  screenshot {shot}"
+        )
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

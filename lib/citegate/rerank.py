@@ -114,8 +114,17 @@ def make_reranker(name: str) -> Reranker:
         if not os.environ.get("VOYAGE_API_KEY"):
             raise ConfigError(f"reranker {name!r} needs VOYAGE_API_KEY")
         return CachedReranker(VoyageReranker(name.split("/", 1)[1]))
+    if name.startswith("llm/"):
+        from citegate.llm_rerank import LLMRelevanceScorer
+
+        scorer = LLMRelevanceScorer(n_threads=1)  # 1 thread: llama.cpp spin-waits on 2 shared cores
+        if scorer.id != name:
+            raise ConfigError(f"unknown LLM reranker {name!r} (have {scorer.id!r})")
+        return CachedReranker(scorer)
     if name.startswith("ltr/"):
         from citegate.ltr import load_ltr
 
         return CachedReranker(load_ltr(name))
-    raise ConfigError(f"unknown reranker {name!r} (none, voyage/rerank-2, ltr/<name>)")
+    raise ConfigError(
+        f"unknown reranker {name!r} (none, voyage/rerank-2, ltr/<name>, llm/smollm2-135m-yes-prob)"
+    )
