@@ -1,0 +1,319 @@
+"""The chat layer against a real llama.cpp server (SmolLM2-135M) and a scripted stdlib HTTP stub:
+caching, start-up failures, retries, and structured output with repair. The SDK is never mocked."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from citegate.errors import CitegateError
+from citegate.llm import (
+    LOCAL_MODEL_ID,
+    OPENROUTER_BASE_URL,
+    OPENROUTER_DEFAULT_MODEL,
+    ChatClient,
+    LLMError,
+    LocalLlamaServer,
+    MemoryAnswer,
+    local_model_path,
+    parse_memory_answer,
+    url_kind,
+)
+
+HI = [{"role": "user", "content": "Say hi."}]
+GOOD_JSON = (
+    '{"answer": "Paris", "search_queries": ["capital of France"], '
+    '"disclaimer": "from memory", "in_scope": true}'
+)
+
+
+# --------------------------------------------------------------------------- real local server
+
+
+@pytest.fixture(scope="module")
+def local_url() -> Iterator[str]:
+    """A real `llama_cpp.server` on the bundled GGUF for this module (one thread: shared CPUs)."""
+    with LocalLlamaServer(n_threads=1) as url:
+        yield url
+
+
+@pytest.mark.slow
+def test_local_chat_then_cache_hit(local_url: str, tmp_path: Path) -> None:
+    client = ChatClient(LOCAL_MODEL_ID, local_url, cache_path=tmp_path / "llm.sqlite")
+    first = client.chat(HI, max_tokens=8)
+    assert first.text.strip()
+    assert first.prompt_tokens > 0 and first.completion_tokens > 0
+    assert not first.cached and first.attempts == 1 and first.latency_s > 0
+
+    second = client.chat(HI, max_tokens=8)
+    assert second.cached and second.latency_s == 0.0
+    assert second.text == first.text
+    assert (second.prompt_tokens, second.completion_tokens) == (
+        first.prompt_tokens,
+        first.completion_tokens,
+    )
+    assert client.usage.calls == 2 and client.usage.cached_calls == 1
+    assert client.usage.completion_tokens == 2 * first.completion_tokens
+
+
+def test_model_path_is_the_bundled_gguf() -> None:
+    path = local_model_path()
+    assert path.is_file() and path.suffix == ".gguf"
+    with path.open("rb") as f:
+        assert f.read(4) == b"GGUF"
+
+
+def test_port_in_use_fails_fast_naming_the_port() -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        start = time.monotonic()
+        with pytest.raises(CitegateError, match=rf"port {port}\b.*already in use"):
+            LocalLlamaServer(port=port).start()
+        assert time.monotonic() - start < 2
+
+
+@pytest.mark.slow
+def test_server_that_dies_reports_its_stderr(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"this is not a GGUF file\n" * 10)
+    server = LocalLlamaServer(bad, startup_timeout=60)
+    start = time.monotonic()
+    with pytest.raises(CitegateError, match=r"exited with code .* during start-up") as err:
+        server.start()
+    assert time.monotonic() - start < 30  # death is noticed, not waited out
+    assert str(bad) in str(err.value)
+    assert server.proc is None  # nothing left running
+
+
+def test_startup_wait_is_bounded_and_cleans_up() -> None:
+    server = LocalLlamaServer(startup_timeout=0.3)  # far too short to import and load
+    start = time.monotonic()
+    with pytest.raises(CitegateError, match=r"did not answer within"):
+        server.start()
+    assert time.monotonic() - start < 10
+    assert server.proc is None
+
+
+def test_missing_model_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(CitegateError, match="model file not found"):
+        LocalLlamaServer(tmp_path / "nope.gguf").start()
+
+
+# --------------------------------------------------------------------------- scripted stub server
+
+
+def completion(text: str) -> dict[str, Any]:
+    """A minimal valid OpenAI chat-completion body."""
+    return {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "stub-model",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+    }
+
+
+def error(message: str) -> dict[str, Any]:
+    """An OpenAI-style error body."""
+    return {"error": {"message": message, "type": "stub_error", "code": None}}
+
+
+class Stub:
+    """Replies in order (the last one repeats) and records every request body."""
+
+    def __init__(self, replies: list[tuple[int, dict[str, Any]]]) -> None:
+        self.replies = replies
+        self.requests: list[dict[str, Any]] = []
+        self.base_url = ""
+
+
+@contextmanager
+def stub_server(replies: list[tuple[int, dict[str, Any]]]) -> Iterator[Stub]:
+    """A stdlib HTTP server on 127.0.0.1 (port 0) in a thread, answering chat completions."""
+    stub = Stub(replies)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (stdlib name)
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            n = len(stub.requests)
+            stub.requests.append({"path": self.path, "body": json.loads(body or b"{}")})
+            status, payload = stub.replies[min(n, len(stub.replies) - 1)]
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    stub.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        yield stub
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def stub_client(stub: Stub, tmp_path: Path, sleeps: list[float], **kw: Any) -> ChatClient:
+    """A client on the stub with a recording no-op sleep and a fresh cache."""
+    return ChatClient(
+        "stub-model", stub.base_url, cache_path=tmp_path / "llm.sqlite", sleep=sleeps.append, **kw
+    )
+
+
+def test_retries_429_then_500_then_succeeds(tmp_path: Path) -> None:
+    replies = [(429, error("slow down")), (500, error("boom")), (200, completion("hello"))]
+    sleeps: list[float] = []
+    with stub_server(replies) as stub:
+        res = stub_client(stub, tmp_path, sleeps).chat(HI, max_tokens=8)
+    assert res.text == "hello" and res.attempts == 3 and not res.cached
+    assert (res.prompt_tokens, res.completion_tokens) == (7, 3)
+    assert len(stub.requests) == 3
+    assert stub.requests[0]["path"] == "/v1/chat/completions"
+    assert stub.requests[0]["body"]["max_tokens"] == 8
+    assert len(sleeps) == 2 and 0.5 <= sleeps[0] <= 0.625 and 1.0 <= sleeps[1] <= 1.25
+
+
+def test_400_is_not_retried(tmp_path: Path) -> None:
+    sleeps: list[float] = []
+    replies = [(400, error("bad request")), (200, completion("never"))]
+    with stub_server(replies) as stub, pytest.raises(LLMError, match=r"1 attempt.*HTTP 400"):
+        stub_client(stub, tmp_path, sleeps).chat(HI)
+    assert len(stub.requests) == 1 and sleeps == []
+
+
+def test_retries_are_bounded(tmp_path: Path) -> None:
+    sleeps: list[float] = []
+    with (
+        stub_server([(503, error("unavailable"))]) as stub,
+        pytest.raises(LLMError, match=r"3 attempt.*HTTP 503"),
+    ):
+        stub_client(stub, tmp_path, sleeps, max_retries=2).chat(HI)
+    assert len(stub.requests) == 3 and len(sleeps) == 2
+
+
+def test_failures_are_not_cached(tmp_path: Path) -> None:
+    sleeps: list[float] = []
+    with stub_server([(400, error("bad")), (200, completion("ok now"))]) as stub:
+        client = stub_client(stub, tmp_path, sleeps)
+        with pytest.raises(LLMError):
+            client.chat(HI)
+        assert client.chat(HI).text == "ok now"
+
+
+# --------------------------------------------------------------------------- structured output
+
+
+def test_parse_clean_json() -> None:
+    value, status = parse_memory_answer(GOOD_JSON)
+    assert status == "ok"
+    assert value == MemoryAnswer("Paris", ("capital of France",), "from memory", True)
+
+
+def test_parse_fenced_json() -> None:
+    value, status = parse_memory_answer(f"```json\n{GOOD_JSON}\n```")
+    assert status == "ok" and value is not None and value.answer == "Paris"
+
+
+def test_parse_prose_wrapped_json() -> None:
+    text = f"Sure! Here is {{my answer}}:\n{GOOD_JSON}\nHope this helps."
+    value, status = parse_memory_answer(text)
+    assert status == "ok" and value is not None and value.search_queries == ("capital of France",)
+
+
+def test_parse_malformed_json_records_failure() -> None:
+    value, status = parse_memory_answer('{"answer": "Paris", "search_queries": [oops], }')
+    assert value is None and status.startswith("parse_failure: invalid JSON")
+    assert parse_memory_answer("no json here") == (None, "parse_failure: no JSON object found")
+
+
+def test_parse_string_booleans_and_bad_types() -> None:
+    yes = parse_memory_answer('{"answer": "a", "in_scope": "true"}')[0]
+    no = parse_memory_answer('{"answer": "a", "in_scope": " False "}')[0]
+    assert yes is not None and yes.in_scope is True and yes.search_queries == ()
+    assert no is not None and no.in_scope is False
+    value, status = parse_memory_answer('{"answer": "a", "in_scope": "maybe"}')
+    assert value is None and "in_scope" in status
+    value, status = parse_memory_answer('{"answer": "a", "in_scope": true, "search_queries": [1]}')
+    assert value is None and "search_queries" in status
+
+
+def test_structured_repairs_once(tmp_path: Path) -> None:
+    replies = [
+        (200, completion('{"answer": "Paris", in_scope: yes}')),
+        (200, completion(GOOD_JSON)),
+    ]
+    with stub_server(replies) as stub:
+        client = stub_client(stub, tmp_path, [])
+        res = client.structured(HI, parse_memory_answer)
+    assert res.status == "repaired" and res.ok
+    assert res.value is not None and res.value.in_scope is True
+    assert len(stub.requests) == 2 and len(res.calls) == 2
+    repair = stub.requests[1]["body"]["messages"]
+    assert repair[-2] == {"role": "assistant", "content": '{"answer": "Paris", in_scope: yes}'}
+    assert "could not be parsed" in repair[-1]["content"]
+    assert client.usage.repairs == 1 and client.usage.parse_failures == 0
+
+
+def test_structured_gives_up_after_one_repair_without_raising(tmp_path: Path) -> None:
+    with stub_server([(200, completion("I think the answer is Paris."))]) as stub:
+        client = stub_client(stub, tmp_path, [])
+        res = client.structured(HI, parse_memory_answer)
+        no_repair = client.structured(
+            [{"role": "user", "content": "again"}], parse_memory_answer, repair=False
+        )
+    assert res.value is None and res.status.startswith("parse_failure:")
+    assert len(stub.requests) == 3  # 2 for the first, 1 for repair=False
+    assert no_repair.status == "parse_failure: no JSON object found"
+    assert client.usage.parse_failures == 2
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+def test_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("OPENROUTER_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    assert ChatClient.from_env(cache_path=tmp_path / "c.sqlite") is None
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://llm.example.com/v1")
+    assert ChatClient.from_env(cache_path=tmp_path / "c.sqlite") is None  # key missing
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-openai-0000")
+    client = ChatClient.from_env("some-model", cache_path=tmp_path / "c.sqlite")
+    assert client is not None and client.model == "some-model" and client.kind == "remote"
+
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-1111")
+    client = ChatClient.from_env(cache_path=tmp_path / "c.sqlite")
+    assert client is not None and client.model == OPENROUTER_DEFAULT_MODEL
+    assert client.base_url == OPENROUTER_BASE_URL
+    assert "sk-or-test-1111" not in repr(client) and "sk-or-test-1111" not in str(vars(client))
+
+
+def test_cache_key_ignores_local_port_but_not_params(tmp_path: Path) -> None:
+    a = ChatClient("m", "http://127.0.0.1:1111/v1", cache_path=tmp_path / "c.sqlite")
+    b = ChatClient("m", "http://localhost:2222/v1", cache_path=tmp_path / "c.sqlite")
+    assert url_kind("https://openrouter.ai/api/v1") == "remote"
+    assert a.cache_key(HI, {"t": 0}) == b.cache_key(HI, {"t": 0}) != a.cache_key(HI, {"t": 1})
