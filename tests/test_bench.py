@@ -41,6 +41,7 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def test_every_part_reports_finite_numbers(result: dict) -> None:
     ing = result["ingest"]
     assert ing["written"] == ing["fragments"] == 6
+    assert 0.0 < ing["embedder_share_of_ingest"] <= 1.0
     for key in ("raw_frag_per_s", "ingest_frag_per_s", "ingest_over_raw"):
         assert finite(ing[key]) and ing[key] > 0
     rec = result["recall"]
@@ -48,17 +49,23 @@ def test_every_part_reports_finite_numbers(result: dict) -> None:
     for stats in [*rec["groups"].values(), rec["overall"]]:
         assert 0.0 <= stats["recall_at_16"] <= 1.0
         assert finite(stats["ann"]["p50_ms"]) and finite(stats["exact"]["p95_ms"])
-    assert all(0.0 <= v <= 1.0 for v in rec["recall_at_ef_search"].values())
+    for per_ef in rec["ef_sweep"].values():
+        for mode in ("planner", "hnsw_forced"):
+            assert 0.0 <= per_ef[mode]["recall_at_16"] <= 1.0 and finite(per_ef[mode]["p50_ms"])
     for part in ("retrieve_cold", "retrieve_warm"):
         for stage in (*bench.STAGES, "total", "wall"):
             assert finite(result[part][stage]["p50_ms"]), (part, stage)
-    assert set(result["lanes"]) == {
-        "dense:transcripts",
-        "dense:verses",
-        "dense:library",
-        "lexical",
-        "address",
-    }
+    assert (
+        set(result["lanes"])
+        == set(result["lanes_after_ingest"])
+        == {
+            "dense:transcripts",
+            "dense:verses",
+            "dense:library",
+            "lexical",
+            "address",
+        }
+    )
     rep = result["replay"]
     assert rep["configs"] == 36 and rep["questions"] == 3
     assert finite(rep["replay_over_retrieve_warm"]) and rep["replay_matches_retrieve"] == 1.0

@@ -90,6 +90,8 @@ def ingest(
         bar.update(len(batch))
     bar.close()
     deleted = store.delete_missing(conn, embedder.id, corpus, seen_keys) if prune else 0
+    if written or deleted:
+        store.vacuum(conn)
     return IngestReport(corpus, embedder.id, len(seen_keys), written, skipped, deleted)
 
 

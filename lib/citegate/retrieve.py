@@ -12,6 +12,7 @@ import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -53,12 +54,12 @@ class Candidate:
     ann_missed: bool = False  # found only by exact search: the HNSW index lost it
     text_sig: str = ""  # digest of the normalized text: dedup works on slim traces too
 
-    @property
+    @cached_property
     def forced(self) -> bool:
         """Lexical and address hits pass the cosine pre-floor regardless of their cosine."""
         return any(lane.startswith(FORCING_LANES) for lane in self.lanes)
 
-    @property
+    @cached_property
     def pinned(self) -> bool:
         """Named by a canonical address in the question ("BG 2.13"): the user asked for this
         source, so it also passes the cap and ranks first."""
