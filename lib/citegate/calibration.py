@@ -8,10 +8,11 @@ import numpy as np
 import pandas as pd
 
 from citegate import metrics as M
+from citegate.arms import fusion_scores
 from citegate.config import PipelineConfig
 from citegate.study import Study
 
-SCORES = ("cosine", "rerank", "rerank_minmax", "rerank_sigmoid", "cosine_minmax")
+SCORES = ("cosine", "rerank", "rerank_minmax", "rerank_sigmoid", "cosine_minmax", "fusion")
 
 
 def pairs(study: Study, cfg: PipelineConfig) -> pd.DataFrame:
@@ -24,6 +25,8 @@ def pairs(study: Study, cfg: PipelineConfig) -> pd.DataFrame:
             if not gold:
                 continue
             stage = results[q.id].stage
+            round1 = [c for c in s.traces[q.id].candidates if c.round == 1]
+            fused = fusion_scores(round1, cfg.replace(arm="rrf_hybrid"))
             for c in s.traces[q.id].candidates:
                 if stage.get(c.fragment_id, "").split(":")[-1] in ("top_k", "reserve", "dedup"):
                     rows.append(
@@ -34,6 +37,7 @@ def pairs(study: Study, cfg: PipelineConfig) -> pd.DataFrame:
                             "kind": c.kind,
                             "cosine": c.score,
                             "rerank": c.score if c.rerank_score is None else c.rerank_score,
+                            "fusion": fused.get(c.fragment_id, 0.0),
                             "gold": int(c.fragment_id in gold),
                         }
                     )

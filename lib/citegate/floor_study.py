@@ -283,3 +283,31 @@ def at_floors(frame: pd.DataFrame, floors: Sequence[float]) -> pd.DataFrame:
     counts = sub[sub["floor"] == float(floors[0])].set_index(["set", "language", "gold_kind"])
     table.columns = [f"recall @ {c:g}" for c in table.columns]
     return table.assign(questions=counts["questions"]).reset_index()
+
+
+def arm_table(study: Study, arms: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """Per set and arm (name -> config overrides): recall of the final notes, notes and characters
+    of context per question, and the share of questions the arm's gate answers."""
+    rows = []
+    for name, s in study.sets.items():
+        for arm, overrides in arms.items():
+            results = s.replay_all(study.config.replace(**overrides))
+            qs = answerable(s)
+            kept = [_fate(results[q.id].stage, s.gold[q.id])["kept"] for q in qs]
+            notes = [results[q.id].notes for q in s.questions]
+            rows.append(
+                {
+                    "set": name,
+                    "arm": arm,
+                    "questions": len(qs),
+                    "recall": float(np.mean(kept)) if kept else float("nan"),
+                    "notes per question": float(np.mean([len(n) for n in notes])),
+                    "context chars per question": float(
+                        np.mean([sum(c.text_len for c in n) for n in notes])
+                    ),
+                    "answered": float(
+                        np.mean([results[q.id].decision == "answer" for q in s.questions])
+                    ),
+                }
+            )
+    return pd.DataFrame(rows)

@@ -13,7 +13,15 @@ from citegate import metrics as M
 from citegate.config import PipelineConfig
 from citegate.study import Study
 
-SIGNALS = ("max_cosine", "max_rerank", "top3_mean_cosine", "margin_top1_top2", "max_verse_cosine")
+SIGNALS = (
+    "max_cosine",
+    "max_rerank",
+    "top3_mean_cosine",
+    "margin_top1_top2",
+    "max_verse_cosine",
+    "rrf_fusion_max",
+    "rrf_rerank_max",
+)
 DESIGN_POINTS = {"bail_out_score": 0.40, "sufficient_score": 0.55, "good_enough_score": 0.65}
 
 
@@ -42,9 +50,72 @@ def signals(study: Study, cfg: PipelineConfig) -> pd.DataFrame:
                     "max_verse_cosine": max(verses, default=0.0),
                     "decision": res.decision,
                     "rounds": len(res.rounds),
+                    **arm_signals(s.traces[q.id], cfg),
                 }
             )
     return pd.DataFrame(rows)
+
+
+def arm_signals(trace: Any, cfg: PipelineConfig) -> dict[str, float]:
+    """The RRF arm's gate signals on the same trace: max fusion score and max rerank score of its
+    top-5 notes (the two scales the two-scale gate switches between)."""
+    from citegate.arms import rrf_cut
+
+    reranked = trace.reranker_id != "none"
+    notes, _, fused = rrf_cut(trace.candidates, cfg.replace(arm="rrf_hybrid"), reranked)
+    return {
+        "rrf_fusion_max": max((fused[c.fragment_id] for c in notes), default=0.0),
+        "rrf_rerank_max": max((c.rerank_score or 0.0 for c in notes), default=0.0),
+    }
+
+
+def two_scale_sweep(frame: pd.DataFrame, thresholds: Sequence[float]) -> pd.DataFrame:
+    """Answer rates when ONE threshold is applied to both scales: the reranker's (sigmoid) and the
+    fusion score's. Shows why the related design needs two thresholds."""
+    rows = []
+    for t in thresholds:
+        for scale, col in (
+            ("reranker scale", "rrf_rerank_max"),
+            ("fusion scale", "rrf_fusion_max"),
+        ):
+            for label, g in frame.groupby("label"):
+                rows.append(
+                    {
+                        "threshold": t,
+                        "scale": scale,
+                        "label": label,
+                        "answer_rate": float((g[col] >= t).mean()),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def plot_two_scale(sweep: pd.DataFrame, design: dict[str, float]) -> Any:
+    """Answer rate against a shared threshold, per scale and label (log x); design points marked."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 4))
+    styles = {"reranker scale": "-", "fusion scale": "--"}
+    for (scale, label), g in sweep.groupby(["scale", "label"]):
+        ax.plot(
+            g["threshold"], g["answer_rate"], styles[scale], marker=".", label=f"{scale}: {label}"
+        )
+    for name, t in design.items():
+        ax.axvline(t, color="grey", lw=1, ls=":")
+        ax.text(
+            t, 1.02, f"{name} {t:g}", fontsize=7, ha="center", transform=ax.get_xaxis_transform()
+        )
+    ax.set(
+        xscale="log",
+        xlabel="one threshold applied to the scale",
+        ylabel="share answered",
+        title="why one threshold cannot serve both scales",
+    )
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
 
 
 def contrast(frame: pd.DataFrame, negative: str) -> pd.DataFrame:
@@ -281,6 +352,15 @@ def conclusion(
             f"vs {r['negatives']}."
         )
     return "\n".join(lines)
+
+
+def production_base() -> PipelineConfig:
+    """The current production config (what a recommendation changes), or the design defaults."""
+    from citegate.promote import PRODUCTION, read_production
+
+    if PRODUCTION.exists():
+        return PipelineConfig.from_dict(read_production()["pipeline"])
+    return PipelineConfig()
 
 
 def recommended_config(base: PipelineConfig, rec: dict[str, float]) -> PipelineConfig:

@@ -29,7 +29,7 @@ from citegate.rerank import Reranker
 
 FORCING_LANES = ("lexical", "address")
 # Bump when lanes or collection change what a trace holds: cached traces are keyed on it.
-RETRIEVAL_VERSION = "2"
+RETRIEVAL_VERSION = "3"
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,8 @@ class Candidate:
     rerank_score: float | None = None
     ann_missed: bool = False  # found only by exact search: the HNSW index lost it
     text_sig: str = ""  # digest of the normalized text: dedup works on slim traces too
+    text_len: int = 0  # characters of text (slim traces keep it for per-source context caps)
+    lex_rank: int | None = None  # best round-1 rank in the lexical lane (for the RRF arm)
 
     @cached_property
     def forced(self) -> bool:
@@ -252,6 +254,10 @@ def replay(trace: RetrievalTrace, cfg: PipelineConfig) -> RetrievalResult:
         raise ConfigError(f"cannot replay: collection settings differ {mismatch}")
     if cfg.max_fanout_rounds > trace.collection["max_fanout_rounds"]:
         raise ConfigError("cannot replay more fanout rounds than the trace collected")
+    if cfg.arm == "rrf_hybrid":
+        from citegate.arms import rrf_replay
+
+        return rrf_replay(trace, cfg)
     rounds: list[RoundResult] = []
     for r in range(1, cfg.max_fanout_rounds + 1):
         notes, stage = cut([c for c in trace.candidates if c.round <= r], cfg)
@@ -279,6 +285,7 @@ def _lane_hits(
     embedder_id: str,
     depth: int,
     tag: str,
+    lex_ranks: dict[int, int] | None = None,
 ) -> dict[int, list[str]]:
     found: dict[int, list[str]] = {}
     for text, vec in zip(texts, vecs, strict=True):
@@ -291,6 +298,8 @@ def _lane_hits(
         hits += lanes.address(conn, text, embedder_id, cfg.corpora, depth, cfg.address_trgm)
         for h in hits:
             found.setdefault(h.fragment_id, []).append(f"{h.lane}@{tag}")
+            if lex_ranks is not None and h.lane == "lexical":
+                lex_ranks[h.fragment_id] = min(lex_ranks.get(h.fragment_id, h.rank), h.rank)
     return found
 
 
@@ -332,7 +341,10 @@ def collect(
     vecs = embedder.embed_queries([question, *texts1, *texts2])
     t["embed"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    r1 = _lane_hits(conn, texts1, vecs[1 : 1 + len(texts1)], cfg, embedder.id, cfg.lane_k, "r1")
+    lex_ranks: dict[int, int] = {}
+    r1 = _lane_hits(
+        conn, texts1, vecs[1 : 1 + len(texts1)], cfg, embedder.id, cfg.lane_k, "r1", lex_ranks
+    )
     r2: dict[int, list[str]] = {}
     if texts2:
         r2 = _lane_hits(
@@ -357,6 +369,7 @@ def collect(
             r1.get(i, []) + r2.get(i, []) + misses.get(i, []),
             1 if i in r1 or i in misses else 2,
             i in misses and i not in r1,
+            lex_ranks.get(i),
         )
         for i in rows
     ]
@@ -367,12 +380,16 @@ def collect(
     return RetrievalTrace(question, plan, cfg.collection_key(), embedder.id, reranker.id, cands, t)
 
 
-def _candidate(row: dict[str, Any], lane_tags: list[str], rnd: int, missed: bool) -> Candidate:
+def _candidate(
+    row: dict[str, Any], lane_tags: list[str], rnd: int, missed: bool, lex_rank: int | None
+) -> Candidate:
     fields_ = {k: row[k] for k in lanes.FRAGMENT_COLUMNS if k not in ("id", "book", "loc_token")}
     if missed:
         lane_tags = [t for t in lane_tags if t.startswith("exact:")]
     return Candidate(
         text_sig=text_signature(row["text"]),
+        text_len=len(row["text"]),
+        lex_rank=lex_rank,
         fragment_id=row["id"],
         score=float(row["cosine"]),
         lanes=tuple(lane_tags),
