@@ -203,7 +203,12 @@ def test_cli_registers_ltr_train(monkeypatch: pytest.MonkeyPatch) -> None:
     args = p.parse_args(["ltr", "train", "--name", "x", "--sets", "xquad", "--limit", "5"])
     assert (args.name, args.sets, args.limit, args.func) == ("x", ["xquad"], 5, ltr.cmd_train)
     args = p.parse_args(["ltr", "train"])
-    assert (args.name, args.sets, args.limit) == ("default", ["gita", "xquad"], None)
+    assert (args.name, args.sets, args.limit, args.models) == (
+        "default",
+        ["gita", "xquad"],
+        None,
+        None,
+    )
 
 
 def test_markdown_table() -> None:
@@ -245,3 +250,33 @@ def test_train_and_compare_on_a_small_xquad_sample(
     assert list(df["reranker"]) == ["none", "ltr/t40"]
     assert (df["questions"] == 40).all()
     assert df["ndcg@10"].map(math.isfinite).all() and (df["pairs_per_s"] > 0).all()
+
+
+def test_pools_take_texts_by_id_and_flag_stale_traces() -> None:
+    from dataclasses import replace
+
+    from citegate.retrieve import RetrievalTrace, text_signature
+
+    class FakeConn:
+        def execute(self, sql: str, params: tuple) -> list[tuple[int, str]]:
+            assert "FROM fragments WHERE id = ANY(%s)" in sql
+            texts = {1: "one", 2: "two", 3: "three"}
+            return [(i, texts[i]) for i in params[0] if i in texts]
+
+    def slim(fid: int, text: str, missed: bool = False) -> Candidate:
+        c = cand(fid, "", 0.8)
+        return replace(c, text_sig=text_signature(text), ann_missed=missed)
+
+    def trace(*cands: Candidate) -> RetrievalTrace:
+        return RetrievalTrace("q", None, {}, "e", "none", list(cands))  # type: ignore[arg-type]
+
+    pools, stale = ltr.pools_with_text(
+        FakeConn(),
+        {
+            "ok": trace(slim(1, "one"), slim(2, "two"), slim(9, "gone", missed=True)),
+            "other_db": trace(slim(1, "one"), slim(3, "not three")),
+            "gone": trace(slim(7, "seven")),
+        },
+    )
+    assert [c.text for c in pools["ok"]] == ["one", "two"]  # ann_missed left out
+    assert sorted(stale) == ["gone", "other_db"] and set(pools) == {"ok"}

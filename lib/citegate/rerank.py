@@ -124,7 +124,9 @@ def make_reranker(name: str) -> Reranker:
     if name.startswith("ltr/"):
         from citegate.ltr import load_ltr
 
-        return CachedReranker(load_ltr(name))
+        # Not disk-cached: its features depend on the whole candidate pool (rank in pool, gap to
+        # the best cosine), so per-pair caching would mix pools; it scores ~40k pairs/s anyway.
+        return load_ltr(name)
     raise ConfigError(
         f"unknown reranker {name!r} (none, voyage/rerank-2, ltr/<name>, llm/smollm2-135m-yes-prob)"
     )

@@ -20,23 +20,35 @@ from citegate.config import PipelineConfig
 from citegate.embed import Embedder
 from citegate.questions import Question
 from citegate.rerank import Reranker
-from citegate.retrieve import RetrievalTrace, collect
+from citegate.retrieve import RETRIEVAL_VERSION, RetrievalTrace, collect
 
 TRACE_FORMAT = "3"  # bump when Candidate / RetrievalTrace change shape
 
 
+def database_identity(conn: psycopg.Connection | None) -> str:
+    """Which database the fragment ids in a trace refer to (cluster id + database name)."""
+    if conn is None:
+        raise RuntimeError("traces are keyed by database: a connection is required")
+    row = conn.execute(
+        "SELECT (SELECT system_identifier FROM pg_control_system())::text, current_database()"
+    ).fetchone()
+    return f"{row[0]}/{row[1]}"
+
+
 def collection_digest(
-    cfg: PipelineConfig, embedder_id: str, reranker_id: str, exact_check: bool
+    cfg: PipelineConfig, embedder_id: str, reranker_id: str, exact_check: bool, database: str = ""
 ) -> str:
-    """Identity of a retrieval pass: corpus builds, collection knobs, models, trace format."""
-    builds = [build_id(c) for c in cfg.corpora]
+    """Identity of a retrieval pass: database, corpus builds, collection knobs, models, the
+    retrieval code version and the trace format."""
     payload = {
-        "builds": builds,
+        "db": database,
+        "builds": [build_id(c) for c in cfg.corpora],
         "collection": cfg.collection_key(),
         "embedder": embedder_id,
         "reranker": reranker_id,
         "exact": exact_check,
         "format": TRACE_FORMAT,
+        "retrieval": RETRIEVAL_VERSION,
     }
     return digest(json.dumps(payload, sort_keys=True, default=list))
 
@@ -60,7 +72,7 @@ class TraceStore:
 
 
 def traces_for(
-    conn: psycopg.Connection | None,
+    conn: psycopg.Connection,
     questions: Sequence[Question],
     cfg: PipelineConfig,
     embedder: Embedder,
@@ -70,16 +82,13 @@ def traces_for(
     store: TraceStore | None = None,
     progress: bool = True,
 ) -> dict[str, RetrievalTrace]:
-    """question id -> trace, retrieving only what the cache lacks (a warm run touches no database
-    and no model; then `conn` may be None)."""
+    """question id -> trace, retrieving only what the cache lacks (a warm run runs no model and
+    no retrieval query; the connection only identifies the database the fragment ids belong to)."""
     store = store or TraceStore()
-    key = collection_digest(cfg, embedder.id, reranker.id, exact_check)
+    reranker_key = getattr(reranker, "cache_id", reranker.id)  # a retrained model is a new key
+    key = collection_digest(cfg, embedder.id, reranker_key, exact_check, database_identity(conn))
     out = store.get_many(key, questions)
     todo = [q for q in questions if q.id not in out]
-    if todo and conn is None:
-        raise RuntimeError(
-            f"{len(todo)} traces are not cached and no database connection was given"
-        )
     for q in tqdm(todo, desc="retrieve", unit="q", disable=not progress or not todo):
         trace = collect(conn, q.text, cfg, embedder, reranker, exact_check=exact_check)
         store.put(key, q, trace)
