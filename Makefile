@@ -24,14 +24,14 @@ EXPERIMENTS := $(sort $(wildcard experiments/[0-9][0-9]_*.yaml))
 run: $(STAMP) ## The main job: ingest the demo corpora, check the data, train the LTR reranker, run every experiment
 	$(BIN)/citegate ingest --corpus gita xquad gita-split xquad-split
 	$(BIN)/citegate data check
-	$(BIN)/citegate ltr train
+	$(BIN)/citegate ltr train --limit 300 --if-stale
 	$(BIN)/citegate run $(EXPERIMENTS)
 	@echo "reports: var/runs/index.html"
 
 run-full: $(STAMP) ## Like `run`, on the full question sets (slow: every question is retrieved once, then cached)
 	$(BIN)/citegate ingest --corpus gita xquad gita-split xquad-split
 	$(BIN)/citegate data check
-	$(BIN)/citegate ltr train
+	$(BIN)/citegate ltr train --if-stale
 	$(BIN)/citegate run --profile full $(EXPERIMENTS)
 
 test: $(STAMP) lint ## Lint, then every test (unit, real PostgreSQL, notebooks)

@@ -638,6 +638,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     """`citegate ltr train`: train, save, print a summary."""
     from citegate.db import connect
 
+    if args.if_stale and (why := _current_reason(args)):
+        print(f"ltr/{_bare(args.name)} is up to date ({why}); not retraining")
+        return 0
     with connect() as conn:
         meta = train_ltr(
             conn, args.name, tuple(args.sets), limit=args.limit, models=args.models, progress=True
@@ -650,6 +653,30 @@ def cmd_train(args: argparse.Namespace) -> int:
     )
     print("cv nDCG@10: " + "  ".join(f"{k}={v:.4f}" for k, v in cv.items()))
     return 0
+
+
+def _current_reason(args: argparse.Namespace) -> str:
+    """Non-empty when the saved model was trained on exactly these inputs (sets and their
+    digests, limit, features, scikit-learn version, embedder): then retraining changes nothing."""
+    import sklearn
+
+    from citegate.embed import default_embedder_id
+    from citegate.questions import load_set
+
+    try:
+        meta = load_ltr(args.name).meta
+    except ConfigError:
+        return ""
+    want = {(n, load_set(n).digest) for n in args.sets}
+    have = {(m["name"], m["digest"]) for m in meta.get("sets", [])}
+    same = (
+        want == have
+        and meta.get("limit_per_set") == args.limit
+        and meta.get("feature_names") == list(FEATURE_NAMES)
+        and meta.get("sklearn") == sklearn.__version__
+        and meta.get("embedder") == default_embedder_id()
+    )
+    return f"trained {meta.get('trained_at')} on the same inputs" if same else ""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -667,6 +694,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         choices=["hgb", "logreg"],
         help="candidate models (default both; the better cross-validated nDCG@10 wins)",
+    )
+    t.add_argument(
+        "--if-stale",
+        action="store_true",
+        help="skip training when the saved model was trained on the same inputs",
     )
     t.set_defaults(func=cmd_train)
 
