@@ -5,9 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from citegate.config import PipelineConfig, load_config
 from citegate.retrieve import Candidate, RetrievalResult
+
+if TYPE_CHECKING:  # corpus fallback
+    from citegate.embed import Embedder
+    from citegate.fallback import Turn
 
 
 def where(c: Candidate) -> str:
@@ -86,8 +91,92 @@ def to_json(res: RetrievalResult) -> str:
     )
 
 
+# --- corpus fallback: `citegate ask --answer` (see citegate.fallback) ----------------------------
+
+
+def render_turn(turn: Turn) -> str:
+    """The branch taken (grounded / fallback / decline), why, what the user is shown, the
+    painted disclaimer, probes, admitted citations and model usage."""
+    lines = [
+        f"branch: {turn.branch}"
+        + (f"  (corpus insufficient: {turn.reason})" if turn.corpus_insufficient else ""),
+        f"outline: {len(turn.theses)} theses ({turn.outline_status})",
+    ]
+    if turn.fallback is not None:
+        fa = turn.fallback
+        lines.append(f"fallback model: {fa.model}  variant {fa.variant}  parse {fa.status}")
+        lines.append(f"in scope (model): {fa.in_scope}")
+    if turn.disclaimer:
+        lines.append(f"painted disclaimer: {turn.disclaimer}")
+    if turn.probes:
+        lines.append("probes: " + " | ".join(turn.probes))
+        lines.append(f"admitted citations: {len(turn.admitted)} (first 8 shown)")
+        for c in turn.admitted[:8]:
+            lines.append(f"  admitted [{c.kind}] {where(c)}  cos={c.score:.3f}")
+    lines.append(
+        "usage: {calls:.0f} calls, {prompt_tokens:.0f}+{completion_tokens:.0f} tokens, "
+        "{latency_s:.1f} s".format(**turn.usage)
+    )
+    lines += ["", turn.text]
+    return "\n".join(lines)
+
+
+def turn_dict(turn: Turn) -> dict[str, object]:
+    """Machine-readable fallback part of a turn."""
+    fa = turn.fallback
+    return {
+        "branch": turn.branch,
+        "corpus_insufficient": turn.corpus_insufficient,
+        "reason": turn.reason,
+        "theses": list(turn.theses),
+        "outline_status": turn.outline_status,
+        "text": turn.text,
+        "disclaimer": turn.disclaimer,
+        "probes": list(turn.probes),
+        "admitted": [
+            {"fragment_id": c.fragment_id, "address": where(c), "score": c.score}
+            for c in turn.admitted
+        ],
+        "fallback": None
+        if fa is None
+        else {
+            "model": fa.model,
+            "variant": fa.variant,
+            "status": fa.status,
+            "in_scope": fa.in_scope,
+            "model_text": fa.model_text,
+        },
+        "usage": turn.usage,
+    }
+
+
+def cmd_answer(args: argparse.Namespace, cfg: PipelineConfig, emb: Embedder) -> int:
+    """The whole turn: retrieval, outline planner, and the fallback path on corpus_insufficient."""
+    from citegate.db import connect
+    from citegate.fallback import answer_turn, chat_client
+    from citegate.rerank import make_reranker
+
+    model = args.model or (None if cfg.llm == "none" else cfg.llm)
+    with connect() as conn, chat_client(model) as client:
+        turn = answer_turn(
+            conn, args.question, cfg, emb, make_reranker(cfg.reranker), client,
+            enable_fallback=args.fallback, variant=args.variant,
+        )  # fmt: skip
+    assert turn.retrieval is not None
+    if args.json:
+        data = json.loads(to_json(turn.retrieval))
+        print(json.dumps({**data, "turn": turn_dict(turn)}, ensure_ascii=False, indent=2))
+    else:
+        print(render_text(turn.retrieval, args.trace) + "\n\n" + render_turn(turn))
+    return 0
+
+
+# --- end of corpus fallback ------------------------------------------------------------------------
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
-    """Run one question and print the cited notes and the gate verdict."""
+    """Run one question and print the cited notes and the gate verdict (with `--answer`, the
+    whole turn: which branch was taken and the painted disclaimer)."""
     from citegate.db import connect
     from citegate.embed import default_embedder
     from citegate.rerank import make_reranker
@@ -97,6 +186,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     cfg = load_config(Path(args.config)) if args.config else PipelineConfig(embedder=emb.id)
     if args.corpus:
         cfg = cfg.replace(corpora=args.corpus)
+    if args.answer or args.fallback is not None:  # corpus fallback
+        return cmd_answer(args, cfg, emb)
     with connect() as conn:
         res = retrieve(conn, args.question, cfg, emb, make_reranker(cfg.reranker))
     print(to_json(res) if args.json else render_text(res, args.trace))
@@ -111,4 +202,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--corpus", nargs="+", help="corpora to search (default: the config's)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--trace", action="store_true", help="also print every candidate's fate")
+    # --- corpus fallback
+    p.add_argument(
+        "--answer",
+        action="store_true",
+        help="run the whole turn (outline planner, corpus fallback) and show the branch taken",
+    )
+    p.add_argument(
+        "--fallback",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="turn the corpus fallback on/off for this call (default: the config's; implies --answer)",
+    )
+    p.add_argument(
+        "--variant",
+        default="asked_painted",
+        choices=["asked", "asked_painted", "not_asked"],
+        help="fallback prompt variant (default asked_painted)",
+    )
+    p.add_argument(
+        "--model",
+        help="remote chat model id when OPENROUTER_API_KEY / OPENAI_* are set (default: the "
+        "config's llm, else the provider's default); without keys the local SmolLM2-135M",
+    )
+    # --- end of corpus fallback
     p.set_defaults(func=cmd_ask)

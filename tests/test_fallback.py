@@ -1,0 +1,425 @@
+"""The corpus fallback: painting, disclaimer matching, the branches of a turn (against a scripted
+stdlib HTTP stub speaking /v1/chat/completions through the real openai SDK), admission at the
+threshold, the real local model through llama.cpp, `citegate ask --answer` and notebook 04."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from citegate import fallback as F
+from citegate import fallback_study as fs
+from citegate import paths
+from citegate.config import PipelineConfig
+from citegate.errors import CitegateError
+from citegate.llm import LOCAL_MODEL_ID, ChatClient, LocalLlamaServer
+from citegate.retrieve import Candidate, RetrievalResult
+
+EN, RU = F.DISCLAIMERS["en"], F.DISCLAIMERS["ru"]
+GOOD = {
+    "in_scope": True,
+    "disclaimer": EN,
+    "answer": "Arjuna doubts.",
+    "search_queries": ["Arjuna doubt", "knowledge versus action", "karma yoga"],
+}
+
+
+def cand(i: int, score: float, kind: str = "verse") -> Candidate:
+    """A hand-built retrieval candidate with a given cosine."""
+    return Candidate(
+        fragment_id=i,
+        frag_key=f"k{i}",
+        corpus="gita",
+        kind=kind,
+        source_id="bg",
+        track_id=None,
+        start_ms=None,
+        end_ms=None,
+        addr_label=f"BG 2.{i}",
+        text=f"note {i} text",
+        lang="en",
+        score=score,
+        lanes=("dense:verse@r1",),
+        round=1,
+    )
+
+
+# --------------------------------------------------------------------------- pure functions
+
+
+@pytest.mark.parametrize("lang", ["en", "ru", "hi", "xx"])
+@pytest.mark.parametrize(
+    "answer", ["Krishna answers.", "", "  ", EN + " Krishna.", RU + " Кришна."]
+)
+def test_paint_always_carries_the_exact_disclaimer(lang: str, answer: str) -> None:
+    text = F.paint(answer, lang)
+    want = F.disclaimer_for(lang)
+    assert text.startswith(want) and text.count(want) == 1
+    assert F.disclaimer_present(text, lang) == (True, True)
+    assert F.paint(answer, lang) == text  # deterministic
+
+
+def test_disclaimers_per_language_fall_back_to_english() -> None:
+    assert F.disclaimer_for("ru") == RU != EN
+    assert F.disclaimer_for("hi") == EN == F.disclaimer_for("")
+
+
+@pytest.mark.parametrize(
+    ("text", "lang", "want"),
+    [
+        (f"Sure. {EN} Arjuna doubts.", "en", (True, True)),
+        (EN.upper().replace(":", " -"), "en", (False, True)),  # case and punctuation
+        (
+            "  this answer is NOT from the trusted   sources it comes from general knowledge",
+            "en",
+            (False, True),
+        ),
+        ("From general knowledge, not the trusted sources.", "en", (False, True)),  # key words
+        ("This answer comes from general knowledge.", "en", (False, False)),  # 'trusted' missing
+        ("Arjuna doubts.", "en", (False, False)),
+        (RU, "ru", (True, True)),
+        (RU.replace("неточным", "неточно"), "ru", (False, True)),  # seen from SmolLM2
+        ("Ответ не из проверенного источника, из общего знания.", "ru", (False, True)),
+        (EN, "ru", (False, False)),  # the English sentence is not the Russian disclaimer
+        ("", "en", (False, False)),
+    ],
+)
+def test_disclaimer_present_exact_vs_normalized(
+    text: str, lang: str, want: tuple[bool, bool]
+) -> None:
+    assert F.disclaimer_present(text, lang) == want
+
+
+def test_detect_language() -> None:
+    assert F.detect_language("Почему Арджуна не хочет сражаться?") == "ru"
+    assert F.detect_language("Что значит dharma?") == "ru"
+    assert F.detect_language("What does 'дхарма' mean?") == "en"
+    assert F.detect_language("कर्म क्या है?") == "en"  # no Hindi disclaimer: English
+    assert F.detect_language("") == "en"
+
+
+def test_admission_at_exactly_the_threshold() -> None:
+    hits = [cand(1, 0.5), cand(2, 0.4999), cand(3, 0.73), cand(1, 0.5)]
+    admitted = F.admit(hits, 0.5)
+    assert [c.fragment_id for c in admitted] == [3, 1]  # 0.5 in, 0.4999 out, one per fragment
+    assert F.admit(hits, 0.4999)[-1].fragment_id == 2
+    assert F.admit([], 0.5) == []
+
+
+def test_prompt_variants_and_schema() -> None:
+    asked = F.fallback_messages("q", "ru", "asked")[0]["content"]
+    painted = F.fallback_messages("q", "ru", "asked_painted")[0]["content"]
+    not_asked = F.fallback_messages("q", "ru", "not_asked")[0]["content"]
+    assert RU in asked and RU in painted and RU not in not_asked and "Russian" in asked
+    assert "already shows" in painted and "already shows" not in asked
+    assert "disclaimer" not in F.memory_schema("not_asked")["properties"]
+    assert list(F.memory_schema("asked")["properties"])[:2] == ["in_scope", "disclaimer"]
+    with pytest.raises(ValueError, match="unknown prompt variant"):
+        F.fallback_messages("q", "en", "shout")
+
+
+def test_parse_reply_tolerates_raw_newlines_in_strings() -> None:
+    value, status = F.parse_reply('{"in_scope": true, "answer": "line one\nline two"}')
+    assert status == "ok" and value is not None and value.answer == "line one line two"
+
+
+def test_check_painted_is_a_check() -> None:
+    ok = pd.DataFrame(
+        {"painted_exact": [True, True], "model": "m", "variant": "v", "qid": ["a", "b"]}
+    )
+    assert fs.check_painted(ok) == 1.0
+    with pytest.raises(CitegateError, match="without the disclaimer"):
+        fs.check_painted(ok.assign(painted_exact=[True, False]))
+
+
+def test_models_not_available_are_skipped_with_a_reason(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for name in ("OPENROUTER_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CITEGATE_CACHE", str(tmp_path))
+    monkeypatch.setattr(fs, "QWEN_PACKAGES", ("citegate_no_such_part1",))
+    ok, skipped = fs.resolve_models(["smollm2-135m", "qwen2.5-0.5b", "remote:x", "gpt-9"])
+    assert list(ok) == ["smollm2-135m"] and ok["smollm2-135m"].is_file()
+    assert "not installed" in skipped["qwen2.5-0.5b"] and "no OPENROUTER" in skipped["remote:x"]
+    assert "unknown model" in skipped["gpt-9"]
+
+
+# --------------------------------------------------------------------------- scripted stub server
+
+
+def completion(text: str) -> dict[str, Any]:
+    """A minimal OpenAI chat-completion body."""
+    return {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "stub-model",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
+    }
+
+
+@contextmanager
+def stub_server(replies: list[tuple[int, dict[str, Any]]]) -> Iterator[list[dict[str, Any]]]:
+    """A stdlib HTTP server on 127.0.0.1 replying in order (the last repeats); yields the list of
+    request bodies, with the base URL as the first element's `base_url`."""
+    seen: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (stdlib name)
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            n = len(seen) - 1
+            seen.append(body)
+            status, payload = replies[min(n, len(replies) - 1)]
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    seen.append({"base_url": f"http://127.0.0.1:{server.server_address[1]}/v1"})
+    try:
+        yield seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def client_for(seen: list[dict[str, Any]], tmp_path: Path) -> ChatClient:
+    return ChatClient(
+        "stub-model", seen[0]["base_url"], cache_path=tmp_path / "llm.sqlite", sleep=lambda s: None
+    )
+
+
+def reply(obj: dict[str, Any] | str) -> tuple[int, dict[str, Any]]:
+    return 200, completion(obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False))
+
+
+class FakeRetrieval:
+    """Stands in for `retrieve`: the question gets `decision` and `notes`; a probe gets `hits`.
+    Counts every call, so a test can see whether anything was searched again."""
+
+    def __init__(
+        self, decision: str, notes: Sequence[Candidate] = (), hits: Sequence[Candidate] = ()
+    ) -> None:
+        self.decision, self.notes, self.hits = decision, tuple(notes), tuple(hits)
+        self.calls: list[str] = []
+
+    def __call__(self, conn: Any, text: str, cfg: Any, emb: Any, rr: Any) -> RetrievalResult:
+        first = not self.calls
+        self.calls.append(text)
+        notes = self.notes if first else self.hits
+        return RetrievalResult(notes, self.decision if first else "answer", (), None)  # type: ignore[arg-type]
+
+
+def turn(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    replies: list[tuple[int, dict[str, Any]]],
+    fake: FakeRetrieval,
+    question: str = "Who doubts Krishna?",
+    cfg: PipelineConfig | None = None,
+    **kw: Any,
+) -> tuple[F.Turn, list[dict[str, Any]], ChatClient]:
+    monkeypatch.setattr(F, "retrieve", fake)
+    with stub_server(replies) as seen:
+        client = client_for(seen, tmp_path)
+        t = F.answer_turn(None, question, cfg or PipelineConfig(), None, None, client, **kw)  # type: ignore[arg-type]
+    return t, seen[1:], client
+
+
+def test_malformed_json_still_completes_with_painted_disclaimer(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = FakeRetrieval("insufficient")
+    t, requests, client = turn(
+        monkeypatch, tmp_path, [reply('{"in_scope": true, "answer": "Arjuna, }')], fake
+    )
+    assert t.branch == "fallback" and t.corpus_insufficient and t.reason == "gate: bail out"
+    assert t.fallback is not None and t.fallback.status.startswith("parse_failure")
+    assert len(requests) == 2  # the reply and one repair; the gate's bail-out skipped the outline
+    assert client.usage.parse_failures == 1 and t.usage["calls"] == 2
+    assert t.text.startswith(EN) and t.disclaimer == EN and F.disclaimer_present(t.text, "en")[0]
+    assert fake.calls == ["Who doubts Krishna?"]  # no probes parsed: nothing searched again
+
+
+def test_dropped_disclaimer_is_painted_anyway(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = FakeRetrieval("insufficient", hits=[cand(7, 0.5), cand(8, 0.4999)])
+    dropped = {**GOOD, "disclaimer": ""}
+    t, requests, _ = turn(monkeypatch, tmp_path, [reply(dropped)], fake)
+    assert t.fallback is not None and t.fallback.status == "ok"
+    assert F.disclaimer_present(t.fallback.model_text, "en") == (False, False)
+    assert t.branch == "fallback" and t.text == f"{EN}\n\nArjuna doubts."
+    assert fake.calls[1:] == GOOD["search_queries"]  # every probe searched once
+    assert [c.fragment_id for c in t.admitted] == [7]  # cosine 0.5 admitted, 0.4999 not
+    body = requests[0]
+    assert body["response_format"]["type"] == "json_object" and "schema" in body["response_format"]
+    assert body["max_tokens"] == 160
+
+
+def test_out_of_scope_declines_without_searching_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = FakeRetrieval("insufficient", hits=[cand(1, 0.9)])
+    t, _, _ = turn(
+        monkeypatch, tmp_path, [reply({**GOOD, "in_scope": False})], fake, "Как испечь хлеб?"
+    )
+    assert t.branch == "decline" and t.lang == "ru" and t.text == F.decline_text("ru")
+    assert t.disclaimer == "" and t.probes == () and t.admitted == ()
+    assert len(fake.calls) == 1  # only the question itself was retrieved
+
+
+def test_empty_outline_sets_corpus_insufficient(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = FakeRetrieval("answer", notes=[cand(1, 0.8)], hits=[cand(2, 0.6)])
+    t, requests, _ = turn(monkeypatch, tmp_path, [reply({"theses": []}), reply(GOOD)], fake)
+    assert t.corpus_insufficient and t.reason == "outline: no theses" and t.branch == "fallback"
+    assert t.outline_status == "ok" and len(requests) == 2
+    assert "Notes:\n[1] note 1 text" in requests[0]["messages"][1]["content"]
+
+
+def test_outline_with_theses_is_grounded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fake = FakeRetrieval("weak", notes=[cand(1, 0.8), cand(2, 0.7)])
+    plan = {
+        "theses": [
+            {"text": "The self is eternal.", "notes": [2, 9]},
+            {"text": "Uncited.", "notes": []},
+        ]
+    }
+    t, requests, _ = turn(monkeypatch, tmp_path, [reply(plan)], fake)
+    assert t.branch == "grounded" and not t.corpus_insufficient and t.fallback is None
+    assert t.theses == ("The self is eternal.",) and t.text == "- The self is eternal. [BG 2.2]"
+    assert len(requests) == 1 and t.disclaimer == ""
+
+
+def test_fallback_switch_per_call_overrides_the_config(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    off = PipelineConfig(enable_corpus_fallback=False)
+    t, requests, _ = turn(
+        monkeypatch, tmp_path, [reply(GOOD)], FakeRetrieval("insufficient"), cfg=off
+    )
+    assert t.branch == "decline" and t.text == F.NOT_FOUND["en"] and requests == []
+    t, requests, _ = turn(
+        monkeypatch,
+        tmp_path,
+        [reply(GOOD)],
+        FakeRetrieval("insufficient"),
+        cfg=off,
+        enable_fallback=True,
+    )
+    assert t.branch == "fallback" and len(requests) == 1
+    t, requests, _ = turn(
+        monkeypatch, tmp_path, [reply(GOOD)], FakeRetrieval("insufficient"), enable_fallback=False
+    )
+    assert t.branch == "decline" and requests == []
+
+
+def test_a_failing_model_never_crashes_the_turn(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    err = (400, {"error": {"message": "bad", "type": "stub_error", "code": None}})
+    fake = FakeRetrieval("answer", notes=[cand(1, 0.8)])
+    t, _, _ = turn(monkeypatch, tmp_path, [err], fake, "Почему Арджуна не хочет сражаться?")
+    assert t.outline_status.startswith("llm_error") and t.branch == "fallback"
+    assert t.fallback is not None and t.fallback.status.startswith("llm_error")
+    assert t.text == F.paint(F.NO_ANSWER["ru"], "ru") and t.text.startswith(RU)
+
+
+# --------------------------------------------------------------------------- the real local model
+
+
+@pytest.mark.slow
+def test_real_local_model_through_llama_cpp(tmp_path: Path) -> None:
+    searched: list[str] = []
+
+    def search(probe: str) -> list[Candidate]:
+        searched.append(probe)
+        return [cand(1, 0.62), cand(2, 0.41)]
+
+    with LocalLlamaServer(n_threads=1) as url:
+        client = ChatClient(LOCAL_MODEL_ID, url, cache_path=tmp_path / "llm.sqlite")
+        for question, lang in (
+            ("Why does Arjuna refuse to fight?", "en"),
+            ("Кто такой Кришна?", "ru"),
+        ):
+            fb = F.fallback_turn(client, question, search, admission=0.5, max_tokens=96)
+            fa = fb.answer
+            assert fa.lang == lang and fa.calls and fa.calls[0].completion_tokens > 0
+            assert fa.status == "ok" or fa.status.startswith(("repaired", "parse_failure"))
+            if fb.branch == "fallback":
+                assert fb.text.startswith(F.DISCLAIMERS[lang]) and len(searched) >= len(fa.probes)
+                assert all(c.score >= 0.5 for c in fb.admitted)
+            else:
+                assert fb.text == F.decline_text(lang)
+        theses = F.outline(client, "Why does Arjuna refuse to fight?", [cand(1, 0.8)])
+        assert isinstance(theses, list) and all(isinstance(t, str) for t in theses)
+    assert client.usage.calls >= 3
+
+
+@pytest.mark.db
+@pytest.mark.slow
+def test_ask_answer_shows_the_branch(
+    demo_db: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from citegate.cli import main
+
+    for name in ("OPENROUTER_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DATABASE_URL", demo_db)
+    assert main(["ask", "How do I bake bread?", "--answer", "--json", "--corpus", "gita"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["turn"]["branch"] in F.BRANCHES and out["notes"]
+    if out["turn"]["branch"] == "fallback":
+        assert out["turn"]["text"].startswith(EN) and out["turn"]["disclaimer"] == EN
+    assert main(["ask", "How do I bake bread?", "--no-fallback", "--corpus", "gita"]) == 0
+    text = capsys.readouterr().out
+    assert "branch: " in text and "painted disclaimer" not in text
+
+
+# --------------------------------------------------------------------------- notebook 04
+
+
+@pytest.mark.db
+@pytest.mark.slow
+def test_notebook_04_runs_with_tiny_parameters(
+    demo_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from citegate.experiments import load_spec, run_experiment
+
+    monkeypatch.setenv("DATABASE_URL", demo_db)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.setenv("CITEGATE_VAR", str(tmp_path / "var"))
+    out = run_experiment(
+        load_spec(paths.EXPERIMENTS / "04_fallback_disclaimer.yaml"), profile="tiny"
+    )
+    assert out.status == "FINISHED", out.error
+    assert out.metrics and all(math.isfinite(v) for v in out.metrics.values())
+    assert out.metrics["painted_disclaimer_rate"] == 1.0
+    assert "model_exact_rate.smollm2-135m.asked_painted" in out.metrics
+    assert len(list((out.run_dir / "figures").glob("*.png"))) == 2
+    answers = pd.read_parquet(out.run_dir / "tables" / "answers.parquet")
+    assert len(answers) == 4 * 3 and set(answers["variant"]) == set(F.PROMPT_VARIANTS)
+    report = (out.run_dir / "report.html").read_text(encoding="utf-8")
+    assert "Conclusion" in report and "import " not in report
