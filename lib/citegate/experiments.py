@@ -226,9 +226,12 @@ def _read(run_dir: Path, name: str, default: Any) -> Any:
 
 
 def _log_datasets(mlflow: Any, datasets: list[dict[str, Any]]) -> None:
+    import warnings
+
     import pandas as pd
     from mlflow.data.pandas_dataset import from_pandas
 
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"mlflow\.")  # schema hints
     for d in datasets:
         frame = pd.DataFrame([{"name": d["name"], "rows": d["rows"], "build_id": d["build_id"]}])
         ds = from_pandas(frame, source=d["source"], name=d["name"], digest=d["digest"][:36])
