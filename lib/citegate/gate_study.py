@@ -374,7 +374,7 @@ def save_recommendation(
     rec: dict[str, float],
     test_points: pd.DataFrame,
     target_fpr: float,
-) -> Any:
+) -> None:
     """Write `recommended_config.yaml` (a full PipelineConfig) and `recommendation.json` (why)."""
     import json
     from pathlib import Path
@@ -392,4 +392,3 @@ def save_recommendation(
     (folder / "recommendation.json").write_text(
         json.dumps(why, indent=2, default=float), encoding="utf-8"
     )
-    return folder / "recommended_config.yaml"

@@ -52,18 +52,14 @@ class Recorder:
         self._dump(METRICS_FILE, self.metrics)
         return value
 
-    def figure(self, fig: Any, name: str) -> Path:
+    def figure(self, fig: Any, name: str) -> None:
         """Save a matplotlib figure as PNG (the notebook still shows it inline)."""
-        path = self.run_dir / "figures" / f"{name}.png"
-        fig.savefig(path, dpi=110, bbox_inches="tight")
-        return path
+        fig.savefig(self.run_dir / "figures" / f"{name}.png", dpi=110, bbox_inches="tight")
 
-    def table(self, frame: Any, name: str) -> Path:
-        """Save a pandas table as CSV and Parquet."""
+    def table(self, frame: Any, name: str) -> None:
+        """Save a pandas table as CSV and Parquet (returns nothing, so a notebook shows nothing)."""
         frame.to_csv(self.run_dir / "tables" / f"{name}.csv", index=False)
-        path = self.run_dir / "tables" / f"{name}.parquet"
-        frame.to_parquet(path, index=False)
-        return path
+        frame.to_parquet(self.run_dir / "tables" / f"{name}.parquet", index=False)
 
     def dataset(self, name: str, digest: str, rows: int, source: str, build_id: str) -> None:
         """Record a question set used by the run (logged as an MLflow dataset input)."""
