@@ -50,12 +50,14 @@ def crafted_run(tmp_path: Path, **changes: object) -> str:
 
 def test_accept_refuse_force_and_rollback(env: Path, tmp_path: Path) -> None:
     original = env.read_bytes()
-    harmless = P.promote(crafted_run(tmp_path, bail_out_score=0.3))
+    v0 = P.read_production(env)["version"]
+    harmless = P.promote(crafted_run(tmp_path, fallback_admission=0.55))
     assert harmless.accepted and not harmless.forced
-    assert [c[0] for c in harmless.changes] == ["bail_out_score"]
+    assert [c[0] for c in harmless.changes] == ["fallback_admission"]
     after_first = env.read_bytes()
     doc = P.read_production(env)
-    assert doc["version"] == 2 and doc["pipeline"]["bail_out_score"] == 0.3
+    assert doc["version"] == v0 + 1
+    assert doc["pipeline"]["fallback_admission"] == 0.55
     assert doc["provenance"]["source_run"] and "recall_at_16" in doc["accepted_on"]
 
     harmful = P.promote(crafted_run(tmp_path, pre_floor=0.99))

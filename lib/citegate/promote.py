@@ -224,7 +224,11 @@ def recommended_from_run(run_id: str) -> tuple[PipelineConfig, dict[str, Any]]:
     """The config a run recommends (its `recommended_config.yaml` artifact) and the run's facts."""
     import mlflow
 
-    run = mlflow.get_run(run_id)
+    _client()  # points mlflow at the project's tracking store
+    try:
+        run = mlflow.get_run(run_id)
+    except Exception as exc:  # noqa: BLE001 - MlflowException for an unknown id
+        raise ConfigError(f"no MLflow run {run_id!r} in the tracking store") from exc
     with tempfile.TemporaryDirectory() as tmp:
         try:
             local = mlflow.artifacts.download_artifacts(
@@ -239,8 +243,9 @@ def recommended_from_run(run_id: str) -> tuple[PipelineConfig, dict[str, Any]]:
         "git_commit": run.data.tags.get("git_commit", "unknown"),
         "corpus_builds": run.data.tags.get("info.corpus_builds", ""),
         "embedder": run.data.tags.get("embedder", cfg.embedder),
-        "reranker": run.data.tags.get("reranker", cfg.reranker),
+        "reranker": cfg.reranker,
         "llm": cfg.llm,
+        "run_reranker": run.data.tags.get("reranker", ""),  # what the study itself ranked with
     }
     facts["question_sets"] = {d.dataset.name: d.dataset.digest for d in run.inputs.dataset_inputs}
     return cfg, facts
@@ -450,6 +455,12 @@ def summary(decision: Decision) -> str:
         lines.append(
             f"{g.metric:<20} {_ci(p):>22} {_ci(c):>22}  "
             f"{'OK' if ok else 'WORSE'} ({g.better} is better, tol {g.tolerance})"
+        )
+    guarded = {g.metric for g, _ in decision.guards}
+    for m in sorted(set(decision.candidate) - guarded):
+        lines.append(
+            f"{m:<20} {_ci(decision.production[m]):>22} "
+            f"{_ci(decision.candidate[m]):>22}  (reported, not guarded)"
         )
     verdict = "ACCEPTED" if decision.accepted else "REFUSED"
     if decision.forced:

@@ -61,6 +61,14 @@ def render(decision: Any, facts: dict[str, Any]) -> str:
             f"<td>{c['value']:.3f} [{c['low']:.3f}, {c['high']:.3f}]</td>"
             f"<td>{'OK' if ok else 'WORSE'}</td></tr>"
         )
+    guarded = {g.metric for g, _ in decision.guards}
+    for m in sorted(set(decision.candidate) - guarded):
+        p, c = decision.production[m], decision.candidate[m]
+        guard_rows += (
+            f"<tr><td>{esc(m)}</td><td>reported, not guarded</td>"
+            f"<td>{p['value']:.3f} [{p['low']:.3f}, {p['high']:.3f}]</td>"
+            f"<td>{c['value']:.3f} [{c['low']:.3f}, {c['high']:.3f}]</td><td></td></tr>"
+        )
     facts_rows = "".join(
         f"<tr><td>{esc(str(k))}</td><td>{esc(str(v))}</td></tr>" for k, v in facts.items()
     )
