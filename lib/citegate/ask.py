@@ -179,6 +179,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     whole turn: which branch was taken and the painted disclaimer)."""
     from citegate.db import connect
     from citegate.embed import default_embedder
+    from citegate.plan import make_planner
     from citegate.rerank import make_reranker
     from citegate.retrieve import retrieve
 
@@ -189,7 +190,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if args.answer or args.fallback is not None:  # corpus fallback
         return cmd_answer(args, cfg, emb)
     with connect() as conn:
-        res = retrieve(conn, args.question, cfg, emb, make_reranker(cfg.reranker))
+        planner = make_planner(cfg.planner)
+        res = retrieve(conn, args.question, cfg, emb, make_reranker(cfg.reranker), planner)
     print(to_json(res) if args.json else render_text(res, args.trace))
     return 0
 

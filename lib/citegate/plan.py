@@ -212,3 +212,72 @@ class OfflinePlanner:
     def plan(self, question: str) -> QueryPlan:
         """Plan for one question (no model involved)."""
         return QueryPlan(question, (SubQuestion("main", question),), self.id)
+
+
+PLAN_PROMPT = (
+    "You plan searches for a question-answering assistant over a library of Bhagavad Gita texts "
+    "and lectures. Split the user's question into 1 to 4 sub-questions that can each be searched "
+    "on their own, each with a kind (main, definition, example, context or comparison) and at most "
+    "two paraphrases. Reply with JSON only: "
+    '{"subquestions": [{"kind": "main", "text": "...", "paraphrases": ["..."]}]}'
+)
+KINDS = ("main", "definition", "example", "context", "comparison")
+
+
+def parse_plan(text: str) -> tuple[tuple[SubQuestion, ...] | None, str]:
+    """Typed sub-questions from a model reply, or None and why (for one repair round-trip)."""
+    from citegate.llm import first_json_object
+
+    obj, why = first_json_object(text)
+    subs = obj.get("subquestions") if obj else None
+    if not isinstance(subs, list) or not 1 <= len(subs) <= 4:
+        return None, why or "expected 'subquestions': a list of 1 to 4 items"
+    out = []
+    for s in subs:
+        if not isinstance(s, dict) or not isinstance(s.get("text"), str) or not s["text"].strip():
+            return None, "every sub-question needs a non-empty 'text'"
+        paras = [p for p in s.get("paraphrases") or [] if isinstance(p, str) and p.strip()][:2]
+        kind = s.get("kind") if s.get("kind") in KINDS else "main"
+        out.append(SubQuestion(kind, s["text"].strip(), tuple(paras)))
+    return tuple(out), "ok"
+
+
+class LLMPlanner:
+    """Sub-questions from a chat model (the `openai` SDK client of `citegate.llm`). The user's
+    question is always searched too; a reply that cannot be parsed falls back to it alone, and
+    the plan records why."""
+
+    def __init__(self, client: object, max_tokens: int = 200) -> None:
+        self.client = client
+        self.max_tokens = max_tokens
+        self.id = f"llm:{getattr(client, 'model', 'unknown')}"
+
+    def plan(self, question: str) -> QueryPlan:
+        """Ask the model; keep the question itself as the first sub-question."""
+        messages = [
+            {"role": "system", "content": PLAN_PROMPT},
+            {"role": "user", "content": question},
+        ]
+        res = self.client.structured(messages, parse_plan, max_tokens=self.max_tokens)  # type: ignore[attr-defined]
+        main = SubQuestion("main", question)
+        subs = [s for s in (res.value or ()) if s.text.casefold() != question.casefold()]
+        return QueryPlan(question, (main, *subs)[:4], self.id, {"status": res.status})
+
+
+def make_planner(name: str) -> Planner:
+    """`offline`, or `llm` (the chat model of the environment: OpenRouter / OpenAI-compatible)."""
+    from citegate.errors import ConfigError
+
+    if name == "offline":
+        return OfflinePlanner()
+    if name == "llm":
+        from citegate.llm import ChatClient
+
+        client = ChatClient.from_env()
+        if client is None:
+            raise ConfigError(
+                "planner 'llm' needs OPENROUTER_API_KEY or OPENAI_BASE_URL + "
+                "OPENAI_API_KEY (offline, use planner: offline)"
+            )
+        return LLMPlanner(client)
+    raise ConfigError(f"unknown planner {name!r} (offline, llm)")
