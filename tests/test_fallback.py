@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 import math
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
+from llm_stub import Stub, completion, stub_server
 
 from citegate import fallback as F
 from citegate import fallback_study as fs
@@ -157,55 +155,9 @@ def test_models_not_available_are_skipped_with_a_reason(
 # --------------------------------------------------------------------------- scripted stub server
 
 
-def completion(text: str) -> dict[str, Any]:
-    """A minimal OpenAI chat-completion body."""
-    return {
-        "id": "chatcmpl-stub",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "stub-model",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
-    }
-
-
-@contextmanager
-def stub_server(replies: list[tuple[int, dict[str, Any]]]) -> Iterator[list[dict[str, Any]]]:
-    """A stdlib HTTP server on 127.0.0.1 replying in order (the last repeats); yields the list of
-    request bodies, with the base URL as the first element's `base_url`."""
-    seen: list[dict[str, Any]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (stdlib name)
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-            n = len(seen) - 1
-            seen.append(body)
-            status, payload = replies[min(n, len(replies) - 1)]
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    seen.append({"base_url": f"http://127.0.0.1:{server.server_address[1]}/v1"})
-    try:
-        yield seen
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def client_for(seen: list[dict[str, Any]], tmp_path: Path) -> ChatClient:
+def client_for(stub: Stub, tmp_path: Path) -> ChatClient:
     return ChatClient(
-        "stub-model", seen[0]["base_url"], cache_path=tmp_path / "llm.sqlite", sleep=lambda s: None
+        "stub-model", stub.base_url, cache_path=tmp_path / "llm.sqlite", sleep=lambda s: None
     )
 
 
@@ -240,10 +192,10 @@ def turn(
     **kw: Any,
 ) -> tuple[F.Turn, list[dict[str, Any]], ChatClient]:
     monkeypatch.setattr(F, "retrieve", fake)
-    with stub_server(replies) as seen:
-        client = client_for(seen, tmp_path)
+    with stub_server(replies) as stub:
+        client = client_for(stub, tmp_path)
         t = F.answer_turn(None, question, cfg or PipelineConfig(), None, None, client, **kw)  # type: ignore[arg-type]
-    return t, seen[1:], client
+    return t, [r["body"] for r in stub.requests], client
 
 
 def test_malformed_json_still_completes_with_painted_disclaimer(

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_llm import completion, stub_server
+from llm_stub import completion, stub_server
 
 from citegate.errors import ConfigError
 from citegate.llm import ChatClient

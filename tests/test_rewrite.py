@@ -4,15 +4,13 @@ and `rewrite_query` through the real `ChatClient` against a scripted stdlib HTTP
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from llm_stub import completion, stub_server
 
 from citegate.llm import ChatClient, ChatResult
 from citegate.rewrite import (
@@ -224,57 +222,12 @@ def test_no_history_is_not_rewritten() -> None:
     assert res.reason == "no history" and res.query_used == "and karma?" and client.calls == []
 
 
-def completion(text: str) -> dict[str, Any]:
-    """A minimal valid OpenAI chat-completion body."""
-    return {
-        "id": "chatcmpl-stub",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "stub-model",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
-    }
-
-
-@contextmanager
-def stub_server(replies: list[tuple[int, dict[str, Any]]]) -> Iterator[tuple[str, list[Any]]]:
-    """A stdlib HTTP server speaking /v1/chat/completions: replies in order (the last repeats);
-    yields its base URL and the list of request bodies it received."""
-    requests: list[Any] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (stdlib name)
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            requests.append({"path": self.path, "body": json.loads(body or b"{}")})
-            status, payload = replies[min(len(requests) - 1, len(replies) - 1)]
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", requests
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_rewrite_through_http_stub_bad_then_good(tmp_path: Path) -> None:
     bad = "I'm sorry, but I can't help with rewriting that."
     good = '"BG 2.14 what the next verse says about the soul"'
     replies = [(200, completion(bad)), (200, completion(good))]
-    with stub_server(replies) as (url, requests):
-        client = ChatClient("stub-model", url, cache_path=tmp_path / "llm.sqlite")
+    with stub_server(replies) as stub:
+        client = ChatClient("stub-model", stub.base_url, cache_path=tmp_path / "llm.sqlite")
         first = rewrite_query(client, HISTORY, "and the next verse?", turn_index=1)
         second = rewrite_query(client, HISTORY, "and the verse after BG 2.13?", turn_index=1)
 
@@ -286,27 +239,27 @@ def test_rewrite_through_http_stub_bad_then_good(tmp_path: Path) -> None:
         "lost_identifier: verse address BG 2.13"
     )
 
-    assert len(requests) == 2 and requests[0]["path"] == "/v1/chat/completions"
-    sent = requests[0]["body"]["messages"]
+    assert len(stub.requests) == 2 and stub.requests[0]["path"] == "/v1/chat/completions"
+    sent = stub.requests[0]["body"]["messages"]
     assert sent[0]["role"] == "system" and "<conversation_history>" in sent[1]["content"]
     assert "What does BG 2.13 say about the soul?" in sent[1]["content"]
 
 
 def test_rewrite_through_http_stub_accepted(tmp_path: Path) -> None:
     good = '"BG 2.14 what the next verse says about the soul"'
-    with stub_server([(200, completion(good))]) as (url, requests):
-        client = ChatClient("stub-model", url, cache_path=tmp_path / "llm.sqlite")
+    with stub_server([(200, completion(good))]) as stub:
+        client = ChatClient("stub-model", stub.base_url, cache_path=tmp_path / "llm.sqlite")
         res = rewrite_query(client, HISTORY, "and the next verse?", turn_index=1, max_tokens=32)
     assert res.accepted and res.reason == "ok"
     assert res.query_used == "BG 2.14 what the next verse says about the soul"
     assert res.rewritten == good
-    assert requests[0]["body"]["max_tokens"] == 32
+    assert stub.requests[0]["body"]["max_tokens"] == 32
 
 
 def test_rewrite_llm_failure_falls_back(tmp_path: Path) -> None:
     err = {"error": {"message": "bad request", "type": "stub_error", "code": None}}
-    with stub_server([(400, err)]) as (url, _):
-        client = ChatClient("stub-model", url, cache_path=tmp_path / "llm.sqlite")
+    with stub_server([(400, err)]) as stub:
+        client = ChatClient("stub-model", stub.base_url, cache_path=tmp_path / "llm.sqlite")
         res = rewrite_query(client, HISTORY, "and the next verse?", turn_index=3)
     assert res.query_used == "and the next verse?" and res.rewritten is None
     assert not res.accepted and res.reason.startswith("llm_error:") and "HTTP 400" in res.reason
