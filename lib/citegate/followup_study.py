@@ -305,14 +305,15 @@ def score_hits(
         bool(set(gold[c]) & set(notes[q]))
         for c, q in zip(queries["conversation"], queries["query"], strict=True)
     ]
-    return queries.assign(hit=hits, names_verse=[_names_group(q, g) for q, g in _pairs(queries)])
+    return queries.assign(hit=hits, names_verse=[names_group(q, g) for q, g in _pairs(queries)])
 
 
 def _pairs(queries: pd.DataFrame) -> list[tuple[str, str]]:
     return list(zip(queries["query"], queries["group"], strict=True))
 
 
-def _names_group(text: str, group: str) -> bool:
+def names_group(text: str, group: str) -> bool:
+    """Whether a searched text names the verse of a group label such as "BG 2.13"."""
     refs = find_verse_refs(group)
     return bool(refs) and refs[0] in named_verses(text)
 
