@@ -232,3 +232,17 @@ def test_audit_leaves_a_clean_answer_alone() -> None:
     report = audit_sourced(answer, {"1"})
     assert report.text == answer
     assert (report.sourced, report.inferred, report.downgraded) == (1, 1, 0)
+
+
+def test_markers_and_tags_after_the_full_stop_close_their_sentence() -> None:
+    claims = split_claims(
+        "The soul is eternal. [1] [SOURCED] It matters. [SOURCED] Guess. [INFERRED]\n"
+        "[SOURCED] Bodies change [2]. [INFERRED] So do not grieve."
+    )
+    assert [(c.text, c.markers, c.tag) for c in claims] == [
+        ("The soul is eternal.", ("1",), "SOURCED"),
+        ("It matters.", (), "SOURCED"),
+        ("Guess.", (), "INFERRED"),
+        ("Bodies change.", ("2",), "SOURCED"),
+        ("So do not grieve.", (), "INFERRED"),  # a leading tag stays when the previous has one
+    ]

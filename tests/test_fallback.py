@@ -370,8 +370,11 @@ def test_notebook_04_runs_with_tiny_parameters(
     assert out.metrics and all(math.isfinite(v) for v in out.metrics.values())
     assert out.metrics["painted_disclaimer_rate"] == 1.0
     assert "model_exact_rate.smollm2-135m.asked_painted" in out.metrics
-    assert len(list((out.run_dir / "figures").glob("*.png"))) == 2
+    assert len(list((out.run_dir / "figures").glob("*.png"))) == 3
     answers = pd.read_parquet(out.run_dir / "tables" / "answers.parquet")
     assert len(answers) == 4 * 3 and set(answers["variant"]) == set(F.PROMPT_VARIANTS)
+    checked = pd.read_parquet(out.run_dir / "tables" / "citation_answers.parquet")
+    assert {"outline", "composed"} <= set(checked["format"])  # one answerable question per language
+    assert (checked["format"] == "fallback").sum() == (answers["branch"] == "fallback").sum()
     report = (out.run_dir / "report.html").read_text(encoding="utf-8")
     assert "Conclusion" in report and "import " not in report

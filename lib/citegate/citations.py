@@ -83,17 +83,59 @@ class Claim:
     tag_span: tuple[int, int] | None = None
 
 
+def _leading_brackets(raw: str) -> list[tuple[int, bool]]:
+    """The run of marker or tag brackets that opens `raw`: (end, is a tag) of each."""
+    run: list[tuple[int, bool]] = []
+    pos = 0
+    while m := _BRACKET.match(raw, pos + len(raw[pos:]) - len(raw[pos:].lstrip())):
+        tag = _TAG.fullmatch(m.group()) is not None
+        if not tag and parse_marker_group(m.group(1)) is None:
+            break
+        run.append((m.end(), tag))
+        pos = m.end()
+    return run
+
+
+def _give_back(answer: str, prev: tuple[int, int], a: int, b: int) -> int:
+    """How much of span [a, b)'s opening bracket run closes the previous sentence: markers
+    always; a tag only while the previous sentence has none (so "[SOURCED] A [1]. [INFERRED] B."
+    keeps B's leading tag, and "A. [1] [SOURCED] B." gives A its trailing one)."""
+    taken = 0
+    for end, is_tag in _leading_brackets(answer[a:b]):
+        if is_tag and _find_tag(answer[prev[0] : a + taken]) is not None:
+            break
+        taken = end
+    return taken
+
+
+def _reattach(answer: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Markers and tags written after a sentence's full stop ("It is so. [1] [SOURCED] Next.")
+    open the next span: give them back to the sentence they close."""
+    fixed: list[tuple[int, int]] = []
+    for a, b in spans:
+        n = _give_back(answer, fixed[-1], a, b) if fixed else 0
+        if not n:
+            fixed.append((a, b))
+            continue
+        fixed[-1] = (fixed[-1][0], a + n)
+        rest = a + n + len(answer[a + n : b]) - len(answer[a + n : b].lstrip())
+        if rest < b:
+            fixed.append((rest, b))
+    return fixed
+
+
 def _sentence_spans(answer: str) -> list[tuple[int, int]]:
     """(start, end) of every sentence, line by line, list bullets and heading marks skipped."""
     spans: list[tuple[int, int]] = []
     for line in _LINE.finditer(answer):
         item = _LIST_ITEM.match(line.group())
         body_start = line.start() + (item.end() if item else 0)
-        body, pos = answer[body_start : line.end()], 0
+        body, pos, found = answer[body_start : line.end()], 0, []
         for sentence in split_sentences(body):
             at = body.index(sentence, pos)
-            spans.append((body_start + at, body_start + at + len(sentence)))
+            found.append((body_start + at, body_start + at + len(sentence)))
             pos = at + len(sentence)
+        spans += _reattach(answer, found)
     return spans
 
 

@@ -348,6 +348,7 @@ class Outline:
     cited: tuple[tuple[int, ...], ...]
     status: str
     calls: tuple[ChatResult, ...] = ()
+    dropped: int = 0  # note numbers cited that no note carries (fabricated, dropped by the parser)
 
 
 def outline_messages(
@@ -378,20 +379,17 @@ def parse_outline(text: str, n_notes: int) -> tuple[Outline | None, str]:
     items = obj.get("theses")
     if not isinstance(items, list):
         return None, "parse_failure: 'theses' must be a list"
-    theses, cited = [], []
+    theses, cited, dropped = [], [], 0
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("text"), str):
             continue
-        refs = item.get("notes")
-        refs = (
-            [r for r in refs if isinstance(r, int) and 1 <= r <= n_notes]
-            if isinstance(refs, list)
-            else []
-        )
+        given = item.get("notes") if isinstance(item.get("notes"), list) else []
+        refs = [r for r in given if isinstance(r, int) and 1 <= r <= n_notes]
+        dropped += len({r for r in given if isinstance(r, int)} - set(refs))
         if item["text"].strip() and refs:
             theses.append(item["text"].strip())
             cited.append(tuple(dict.fromkeys(refs)))
-    return Outline(tuple(theses), tuple(cited), "ok"), "ok"
+    return Outline(tuple(theses), tuple(cited), "ok", dropped=dropped), "ok"
 
 
 def outline_call(
@@ -420,7 +418,7 @@ def outline_call(
         return Outline((), (), f"llm_error: {exc}")
     if res.value is None:
         return Outline((), (), res.status, res.calls)
-    return Outline(res.value.theses, res.value.cited, res.status, res.calls)
+    return Outline(res.value.theses, res.value.cited, res.status, res.calls, res.value.dropped)
 
 
 def outline(client: ChatClient, question: str, notes: Sequence[Candidate]) -> list[str]:

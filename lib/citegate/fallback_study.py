@@ -263,6 +263,8 @@ def answer_row(item: Item, model: str, fb: Any) -> dict[str, Any]:
         "question": q.text,
         "model_text": fa.model_text[:400],
         "shown_text": shown[:400],
+        "answer": fa.answer,
+        "admitted_ids": " ".join(str(c.fragment_id) for c in fb.admitted),
     }
 
 
