@@ -489,6 +489,11 @@ def plot_recall(table: pd.DataFrame) -> Any:
     95% bootstrap CIs."""
     import matplotlib.pyplot as plt
 
+    if table.empty:
+        fig, ax = plt.subplots(figsize=(6, 1.5))
+        ax.text(0.5, 0.5, "no follow-up conversation sampled", ha="center", va="center")
+        ax.set_axis_off()
+        return fig
     labels = list(
         dict.fromkeys(_arm_label(a, m) for a, m in zip(table["arm"], table["model"], strict=True))
     )
@@ -547,6 +552,22 @@ def headline(results: pd.DataFrame, rewrites: pd.DataFrame) -> dict[str, float]:
     for model, g in rewrites.groupby("model"):
         out[f"rewrite_accept_rate.{model}"] = float(g["accepted"].astype(bool).mean())
     return {k: v for k, v in out.items() if np.isfinite(v)}
+
+
+def model_notes(models: pd.DataFrame) -> dict[str, str]:
+    """Run facts for tags: the rewrite models used and the ones skipped (with why)."""
+    if models.empty:
+        return {"rewrite_models": "", "rewrite_skipped_models": ""}
+    used = models[models["used"].astype(bool)]
+    skipped = models[~models["used"].astype(bool)]
+    return {
+        "rewrite_models": ",".join(
+            f"{m} ({w})" for m, w in zip(used["model"], used["why"], strict=True)
+        ),
+        "rewrite_skipped_models": "; ".join(
+            f"{m}: {w}" for m, w in zip(skipped["model"], skipped["why"], strict=True)
+        ),
+    }
 
 
 def _metric_name(arm: str, model: str) -> str:
