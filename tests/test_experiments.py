@@ -62,7 +62,8 @@ def test_run_logs_params_metrics_tags_and_scrubs_secrets(
 
     monkeypatch.setenv("VOYAGE_API_KEY", SECRET)
     out = run_experiment(load_spec(write_spec(tmp_path, pipeline={"pre_floor": 0.3})))
-    assert out.status == "FINISHED" and out.ok and out.metrics == {"answer": 42.0, "after": 1.0}
+    assert out.status == "FINISHED" and out.ok
+    assert out.metrics == {"answer": 42.0, "pre_floor": 0.3, "after": 1.0}  # pipeline block seen
     run = mlflow.get_run(out.run_id)
     assert run.data.params["config.pre_floor"] == "0.3" and run.data.params["param.FAIL"] == "False"
     assert run.data.tags["check"] == "OK" and len(run.data.tags["git_commit"]) in (7, 40, 7)
@@ -84,7 +85,7 @@ def test_failing_notebook_yields_a_failed_run_with_what_it_had(
 
     out = run_experiment(load_spec(write_spec(tmp_path)), overrides={"FAIL": True})
     assert out.status == "FAILED" and "deliberate failure" in out.error
-    assert out.metrics == {"answer": 42.0} and not out.ok
+    assert out.metrics == {"answer": 42.0, "pre_floor": 0.18} and not out.ok
     run = mlflow.get_run(out.run_id)
     assert run.info.status == "FAILED" and run.data.metrics["answer"] == 42.0
     assert (out.run_dir / "report.html").exists()

@@ -209,7 +209,7 @@ def _execute(spec: ExperimentSpec, params: dict[str, Any], run_dir: Path) -> str
         pm.execute_notebook(
             str(spec.notebook),
             str(run_dir / "notebook.ipynb"),
-            parameters={**params, "RUN_DIR": str(run_dir)},
+            parameters={**params, "PIPELINE": dict(spec.pipeline), "RUN_DIR": str(run_dir)},
             cwd=str(paths.ROOT),
             progress_bar=False,
             log_output=False,
