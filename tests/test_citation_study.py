@@ -151,3 +151,20 @@ def test_tables_headline_and_conclusion(embedder: Embedder) -> None:
     assert "m / outline" in text and "downgraded to [INFERRED]" in text
     fig = cs.plot_support(claims, 0.5)
     assert len(fig.axes) == 3
+
+
+def test_threshold_sweep_compares_cited_with_shuffled(embedder: Embedder) -> None:
+    _, claims = checked(embedder)
+    sweep = cs.threshold_sweep(claims, [0.0, 0.99], n_boot=20)
+    outline = sweep[sweep["format"] == "outline"].set_index("threshold")
+    assert outline.loc[0.0, "claims"] == 3  # every cited claim, the one citing [9] included
+    assert outline.loc[0.0, "supported (cited)"] == pytest.approx(2 / 3)  # [9]: never supported
+    assert outline.loc[0.99, "supported (cited)"] == 0
+    assert 0.0 <= outline.loc[0.0, "AUROC cited vs shuffled"] <= 1.0
+    text = cs.conclusion(*_tables(embedder), 0.5, sweep)
+    assert "AUROC" in text
+
+
+def _tables(embedder: Embedder) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rows, claims = checked(embedder)
+    return cs.citation_table(rows, claims, 0.5, n_boot=20), cs.audit_table(rows)

@@ -30,8 +30,8 @@ import pandas as pd
 from citegate.citations import DEFAULT_THRESHOLD, audit_sourced, validate_citations
 from citegate.compose import compose
 from citegate.config import PipelineConfig
-from citegate.fallback import outline_call
-from citegate.metrics import bootstrap_rate_ci
+from citegate.fallback import NO_ANSWER, outline_call
+from citegate.metrics import auroc_ci, bootstrap_rate_ci
 
 FORMATS = ("outline", "composed", "fallback")
 MAX_SOURCES = 5
@@ -172,7 +172,8 @@ def run_grounded(
 
 def fallback_answers(frame: pd.DataFrame) -> list[Answer]:
     """The fallback branch's answers of notebook 04's `answers` table, with their admitted hits
-    (fragment ids) to be attached as optional citations. Nothing was offered to the model."""
+    (fragment ids) to be attached as optional citations. Nothing was offered to the model. The
+    server's fixed "no usable answer" text (an unparsed reply) is no claim of the model's."""
     from citegate.db import connect
     from citegate.ltr import fetch_texts
 
@@ -187,7 +188,7 @@ def fallback_answers(frame: pd.DataFrame) -> list[Answer]:
             set=r["set"],
             qid=r["qid"],
             language=r["language"],
-            text=r["answer"],
+            text="" if r["answer"] in NO_ANSWER.values() else r["answer"],
             offered={},
             status=r["status"],
             attached={
@@ -315,8 +316,7 @@ def _claim_rows(a: Answer, report: Any, shuffled: Any) -> list[dict[str, Any]]:
 def _support_flags(g: pd.DataFrame, column: str, threshold: float) -> np.ndarray:
     """Supported-or-not of the claims that count: cited claims (fallback: claims of answers with
     attached citations), judged on `column` (real or shuffled cosine)."""
-    fallback = g["format"] == "fallback"
-    counted = g[(fallback & g["cosine"].notna()) | (~fallback & (g["status"] != "uncited"))]
+    counted = g[_judged(g)]
     return (counted[column].fillna(-1.0) >= threshold).to_numpy()
 
 
@@ -396,6 +396,49 @@ def audit_table(answers: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def threshold_sweep(
+    claims: pd.DataFrame, thresholds: Sequence[float], n_boot: int = 1000
+) -> pd.DataFrame:
+    """Per answer format, pooled over models: the share of judged claims supported at each
+    threshold with their real citations and with shuffled ones, and the AUROC of the cosine for
+    telling the two apart (claims of one answer resampled together)."""
+    rows = []
+    for fmt, g in claims.groupby("format") if len(claims) else []:
+        judged = g[_judged(g)]
+        real = judged["cosine"].fillna(-1.0).to_numpy(float)  # citing only fabricated: never
+        fake = judged["shuffled_cosine"].dropna().to_numpy(float)
+        auc = np.nan
+        if len(real) and len(fake):
+            groups = [*judged["qid"], *judged.loc[judged["shuffled_cosine"].notna(), "qid"]]
+            auc = auroc_ci(
+                np.r_[real, fake],
+                np.r_[np.ones(len(real)), np.zeros(len(fake))],
+                n_boot=n_boot,
+                groups=groups,
+            )
+        for t in thresholds:
+            rows.append(
+                {
+                    "format": fmt,
+                    "threshold": t,
+                    "claims": len(real),
+                    "supported (cited)": float((real >= t).mean()) if len(real) else np.nan,
+                    "supported (shuffled)": float((fake >= t).mean()) if len(fake) else np.nan,
+                    "AUROC cited vs shuffled": getattr(auc, "auroc", np.nan),
+                    "AUROC lo": getattr(auc, "lower", np.nan),
+                    "AUROC hi": getattr(auc, "upper", np.nan),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _judged(g: pd.DataFrame) -> pd.Series:
+    """Claims whose support is judged: cited claims (fallback: claims of answers with attached
+    citations)."""
+    fallback = g["format"] == "fallback"
+    return (fallback & g["cosine"].notna()) | (~fallback & (g["status"] != "uncited"))
+
+
 def plot_support(claims: pd.DataFrame, threshold: float) -> Any:
     """Per answer format: cosine of each claim to what it cites, against the shuffled control,
     with the support threshold marked."""
@@ -436,10 +479,16 @@ def examples(answers: pd.DataFrame, per_group: int = 1) -> pd.DataFrame:
 # --------------------------------------------------------------------------- metrics, conclusion
 
 
-def headline(table: pd.DataFrame, audit: pd.DataFrame) -> dict[str, float]:
+def headline(
+    table: pd.DataFrame, audit: pd.DataFrame, sweep: pd.DataFrame | None = None
+) -> dict[str, float]:
     """MLflow metrics, pooled over languages: supported share (and its shuffled control) and
-    fabricated markers per answer per model and format; the audit's downgrade share per model."""
+    fabricated markers per answer per model and format; the audit's downgrade share per model;
+    per format, the AUROC of the cited cosine against the shuffled one."""
     out: dict[str, float] = {}
+    if sweep is not None and len(sweep):
+        for fmt, g in sweep.groupby("format"):
+            out[f"citation_auroc_vs_shuffled.{fmt}"] = g["AUROC cited vs shuffled"].iloc[0]
     for (model, fmt), g in table.groupby(["model", "format"]):
         w = g["claims judged"]
         if w.sum():
@@ -461,7 +510,9 @@ def headline(table: pd.DataFrame, audit: pd.DataFrame) -> dict[str, float]:
     return {k: float(v) for k, v in out.items() if np.isfinite(v)}
 
 
-def conclusion(table: pd.DataFrame, audit: pd.DataFrame, threshold: float) -> str:
+def conclusion(
+    table: pd.DataFrame, audit: pd.DataFrame, threshold: float, sweep: pd.DataFrame | None = None
+) -> str:
     """Markdown conclusion from this run's numbers."""
     lines = ["## Conclusion: citations", ""]
     pooled = headline(table, audit)
@@ -501,5 +552,14 @@ def conclusion(table: pd.DataFrame, audit: pd.DataFrame, threshold: float) -> st
         lines.append(
             f"- Real citations beat shuffled ones by up to {max(gaps):.0%}: the threshold "
             "separates cited sources from other questions' sources in that cell."
+        )
+    for fmt, g in sweep.groupby("format") if sweep is not None and len(sweep) else []:
+        top = g.sort_values("threshold").iloc[-1]
+        lines.append(
+            f"- {fmt}: the cited cosine tells real from shuffled citations with AUROC "
+            f"{top['AUROC cited vs shuffled']:.2f} (95% CI {top['AUROC lo']:.2f}–"
+            f"{top['AUROC hi']:.2f}, {int(top['claims'])} claims); at {top['threshold']:.2f}, "
+            f"{top['supported (cited)']:.0%} of cited and {top['supported (shuffled)']:.0%} of "
+            "shuffled claims pass."
         )
     return "\n".join(lines)
