@@ -162,6 +162,7 @@ def _rewrites() -> pd.DataFrame:
                 "rule": reason.split(":")[0],
                 "query_used": "BG 2.13 soul" if ok else "and the verse?",
                 "identifiers_kept": kept,
+                "echoes_prompt": c == "c3",
             }
             for m, c, lang, ok, reason, kept in rows
         ],
@@ -227,6 +228,24 @@ def test_rejection_table_and_headline() -> None:
     assert m["followup_conversations"] == 4
 
 
+def test_paired_gains_and_losses_against_raw() -> None:
+    res = _results()
+    flipped = res.assign(hit=res["hit"] | ((res["arm"] == "raw") & (res["conversation"] == "c2")))
+    p = fu.paired_vs_raw(flipped).set_index(["arm", "model", "language"])
+    assert p.loc[("concat", "", "en"), "gains"] == 2 and p.loc[("concat", "", "en"), "losses"] == 0
+    assert p.loc[("rewrite", "m", "en"), "gains"] == 2
+    assert p.loc[("rewrite", "m", "en"), "losses"] == 1, "c2: raw found it, the rewrite did not"
+    assert ("raw", "", "en") not in p.index
+
+
+def test_echoes_prompt() -> None:
+    assert fu.echoes_prompt('{"role": "user", "content": "and the verse?"}')
+    assert fu.echoes_prompt("x\n</conversation_history>")
+    assert fu.echoes_prompt("<response_data>\nsoul")
+    assert not fu.echoes_prompt("BG 2.13 role of the soul")
+    assert not fu.echoes_prompt(None)
+
+
 def test_examples_show_accepted_and_rejected() -> None:
     ex = fu.examples(_rewrites(), _results(), per_model=3)
     assert len(ex) == 3 and set(ex["accepted"]) == {True, False}
@@ -258,14 +277,17 @@ def test_conclusion_numbers_come_from_the_tables() -> None:
     models = pd.DataFrame(
         [{"model": "m", "used": True, "why": "stub"}, {"model": "q", "used": False, "why": "gone"}]
     )
-    text = fu.conclusion(table, fu.rejection_table(_rewrites()), yields, models)
+    rej = fu.rejection_table(_rewrites())
+    text = fu.conclusion(table, rej, yields, models, _results(), _rewrites())
     assert "en 3, de 0" in text
     assert "No conversation in de" in text and "0 follow-up candidates" in text
     assert "**en** (n=3): raw 0%" in text and "concat 100%" in text
     assert "m / en: 67% of rewrites accepted; recall +67 points against the raw" in text
     assert "q skipped: gone" in text
     assert "most rejections by `grown`" in text or "most rejections by `lost_identifier`" in text
-    empty = fu.conclusion(pd.DataFrame(), fu.rejection_table(_rewrites()), yields, models)
+    assert "concat / en against raw on the same conversations: 3 found that raw misses, 0 " in text
+    assert "m: 1 of its 2 accepted rewrites echo the prompt's data block" in text
+    empty = fu.conclusion(pd.DataFrame(), rej, yields, models, pd.DataFrame(), _rewrites())
     assert "Nothing was searched" in empty
 
 

@@ -210,7 +210,15 @@ REWRITE_COLUMNS = (
     "rule",
     "query_used",
     "identifiers_kept",
+    "echoes_prompt",
 )
+_ECHO = re.compile(r'"role"\s*:|"content"\s*:|</?conversation_history>|<response', re.IGNORECASE)
+
+
+def echoes_prompt(rewritten: str | None) -> bool:
+    """Whether a model's text echoes the prompt's data block (a JSON turn or its tags) rather
+    than a query: the validator has no rule for this, so the study counts it."""
+    return bool(rewritten) and _ECHO.search(rewritten or "") is not None
 
 
 def rewrite_row(conv: Conversation, model: str, res: RewriteResult) -> dict[str, Any]:
@@ -228,6 +236,7 @@ def rewrite_row(conv: Conversation, model: str, res: RewriteResult) -> dict[str,
         "rule": res.reason.split(":")[0],
         "query_used": res.query_used,
         "identifiers_kept": identifiers_kept(conv.followup.text, res.rewritten),
+        "echoes_prompt": echoes_prompt(res.rewritten),
     }
 
 
@@ -570,14 +579,42 @@ def model_notes(models: pd.DataFrame) -> dict[str, str]:
     }
 
 
+def paired_vs_raw(results: pd.DataFrame) -> pd.DataFrame:
+    """Per non-raw arm, model and language, on the same conversations: how many the arm finds
+    that raw misses (gains) and how many raw finds that the arm misses (losses)."""
+    raw = results[results["arm"] == "raw"].set_index("conversation")["hit"]
+    rows = []
+    for (arm, model, lang), g in results[results["arm"] != "raw"].groupby(
+        ["arm", "model", "language"], sort=False
+    ):
+        base = raw.reindex(g["conversation"]).to_numpy(dtype=bool)
+        hit = g["hit"].to_numpy(dtype=bool)
+        rows.append(
+            {
+                "arm": arm,
+                "model": model,
+                "language": lang,
+                "gains": int((hit & ~base).sum()),
+                "losses": int((~hit & base).sum()),
+            }
+        )
+    return pd.DataFrame(rows, columns=["arm", "model", "language", "gains", "losses"])
+
+
 def _metric_name(arm: str, model: str) -> str:
     return f"followup_recall_{arm}" + (f".{model}" if model else "")
 
 
 def conclusion(
-    table: pd.DataFrame, rejections: pd.DataFrame, yields: pd.DataFrame, models: pd.DataFrame
+    table: pd.DataFrame,
+    rejections: pd.DataFrame,
+    yields: pd.DataFrame,
+    models: pd.DataFrame,
+    results: pd.DataFrame,
+    rewrites: pd.DataFrame,
 ) -> str:
     """Markdown conclusion of the follow-up section, every number from this run."""
+    paired = paired_vs_raw(results) if len(results) else pd.DataFrame()
     lines = ["### Follow-up rewriting: conclusion", ""]
     made = ", ".join(
         f"{r['language']} {r['conversations available']}" for r in yields.to_dict("records")
@@ -596,6 +633,12 @@ def conclusion(
         return "\n".join(lines)
     for lang, g in table.groupby("language", sort=False):
         lines.append(f"- **{lang}** (n={int(g['conversations'].max())}): " + _arm_line(g) + ".")
+    for r in paired.to_dict("records"):
+        name = r["arm"] + (f" ({r['model']})" if r["model"] else "")
+        lines.append(
+            f"- {name} / {r['language']} against raw on the same conversations: "
+            f"{r['gains']} found that raw misses, {r['losses']} missed that raw finds."
+        )
     raw = table[table["arm"] == "raw"].set_index("language")["recall"]
     for r in table[table["arm"] == "rewrite"].to_dict("records"):
         gain = r["recall"] - raw.get(r["language"], np.nan)
@@ -604,6 +647,13 @@ def conclusion(
             f"recall {_signed(gain)} against the raw follow-up; the searched query names the "
             f"verse in {r['query names the verse']:.0%} of conversations."
         )
+    for model, g in rewrites[rewrites["accepted"].astype(bool)].groupby("model"):
+        echo = int(g["echoes_prompt"].astype(bool).sum())
+        if echo:
+            lines.append(
+                f"- {model}: {echo} of its {len(g)} accepted rewrites echo the prompt's data block "
+                "(a JSON turn or its tags) instead of a query; the validator has no rule for this."
+            )
     for model, g in rejections.groupby("model"):
         top = g.sort_values("rejections", ascending=False).iloc[0]
         lines.append(
@@ -614,8 +664,8 @@ def conclusion(
     for r in skipped.to_dict("records"):
         lines.append(f"- {r['model']} skipped: {r['why']}.")
     lines.append(
-        "- Intervals overlap where n is small: a difference inside them is not evidence of a "
-        "better arm."
+        "- The intervals are per arm; the gains and losses above are the paired comparison. "
+        "Where intervals overlap and gains barely exceed losses, the arms are not told apart."
     )
     return "\n".join(lines)
 
