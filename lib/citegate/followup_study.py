@@ -26,7 +26,13 @@ import pandas as pd
 from citegate.config import PipelineConfig
 from citegate.metrics import bootstrap_rate_ci
 from citegate.questions import Question, QuestionSet
-from citegate.rewrite import RewriteResult, code_tokens, quoted_strings, rewrite_query
+from citegate.rewrite import (
+    RewriteResult,
+    code_tokens,
+    echoes_prompt,
+    quoted_strings,
+    rewrite_query,
+)
 from citegate.sources.address import find_verse_refs, verse_label
 
 ARMS = ("raw", "concat", "rewrite")
@@ -212,13 +218,6 @@ REWRITE_COLUMNS = (
     "identifiers_kept",
     "echoes_prompt",
 )
-_ECHO = re.compile(r'"role"\s*:|"content"\s*:|</?conversation_history>|<response', re.IGNORECASE)
-
-
-def echoes_prompt(rewritten: str | None) -> bool:
-    """Whether a model's text echoes the prompt's data block (a JSON turn or its tags) rather
-    than a query: the validator has no rule for this, so the study counts it."""
-    return bool(rewritten) and _ECHO.search(rewritten or "") is not None
 
 
 def rewrite_row(conv: Conversation, model: str, res: RewriteResult) -> dict[str, Any]:
@@ -652,7 +651,7 @@ def conclusion(
         if echo:
             lines.append(
                 f"- {model}: {echo} of its {len(g)} accepted rewrites echo the prompt's data block "
-                "(a JSON turn or its tags) instead of a query; the validator has no rule for this."
+                "(a JSON turn or its tags) instead of a query, yet passed the validator."
             )
     for model, g in rejections.groupby("model"):
         top = g.sort_values("rejections", ascending=False).iloc[0]

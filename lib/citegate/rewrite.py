@@ -47,6 +47,7 @@ _OPENERS = re.compile(
     re.IGNORECASE,
 )
 _BLANK_LINE = re.compile(r"\n[ \t\r]*\n")
+_ECHO = re.compile(r'"role"\s*:|"content"\s*:|</?conversation_history>|<response', re.IGNORECASE)
 _QUOTED = re.compile(
     r'"([^"\n]+)"|“([^”\n]+)”|«([^»\n]+)»|`([^`\n]+)`|(?<![\w\'])\'([^\'\n]+)\'(?![\w\'])'
 )
@@ -146,6 +147,12 @@ def _opening_problem(text: str) -> str | None:
     return f"{kind}: opens with {head[: m.end()]!r}"
 
 
+def echoes_prompt(text: str | None) -> bool:
+    """Whether the text echoes the prompt's data block (a JSON-quoted turn or the block's tags)
+    instead of being a query: small models copy their input."""
+    return bool(text) and _ECHO.search(text or "") is not None
+
+
 def _is_code_token(token: str) -> bool:
     """An identifier-like token: has `_`, or mixes letters and digits (ordinals excepted)."""
     if not any(c.isalnum() for c in token) or _ORDINAL.fullmatch(token):
@@ -199,7 +206,8 @@ def validate_rewrite(original: str, candidate: str) -> tuple[bool, str]:
     """(True, "ok") for a usable rewrite, else (False, "<rule>: <detail>").
 
     Rules, in order: empty; too_long (> 400 chars); grown (> 6x the original AND > 120 chars);
-    multi_paragraph (a blank line or > 2 line breaks); refusal / preamble at the start; and
+    multi_paragraph (a blank line or > 2 line breaks); refusal / preamble at the start;
+    prompt_echo (a JSON turn or the history block's tags copied from the prompt); and
     lost_identifier (a code-like token, a verse address compared as its (chapter, verse) pair, or
     a quoted string of the original that is not in the candidate verbatim).
     """
@@ -207,6 +215,7 @@ def validate_rewrite(original: str, candidate: str) -> tuple[bool, str]:
     problem = (
         _shape_problem(original, text)
         or _opening_problem(candidate.strip())
+        or ("prompt_echo: copies the conversation data block" if echoes_prompt(text) else None)
         or _identifier_problem(original, text)
     )
     return (False, problem) if problem else (True, "ok")
