@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## Create/refresh the project virtualenv (pinned versions from pyproject.toml)
 
-EXPERIMENTS := $(sort $(wildcard experiments/[0-9][0-9]_*.yaml))
+EXPERIMENTS := $(sort $(wildcard experiments/[0-9][0-9]_*.yaml)) $(sort $(wildcard experiments/arms/*.yaml))
 
 run: $(STAMP) ## The main job: ingest the demo corpora, check the data, train the LTR reranker, run every experiment
 	$(BIN)/citegate ingest --corpus gita xquad gita-split xquad-split

@@ -135,3 +135,11 @@ def test_each_notebook_runs_with_tiny_parameters(
     if chromium():
         seen = browser_check(out.run_dir / "report.html", out.run_dir / "screenshot.png")
         assert seen["images"] >= 1 and seen["broken"] == 0 and not seen["overflow"], seen
+
+
+def test_every_shipped_experiment_loads_and_arms_select_their_pipeline() -> None:
+    specs = [load_spec(p) for p in sorted(paths.EXPERIMENTS.rglob("[0-9][0-9]_*.yaml"))]
+    assert len(specs) >= 5
+    arms = {s.name: s.config("probe") for s in specs if "arms" in s.path.parts}
+    assert arms["03_gate_roc_rrf_hybrid"].arm == "rrf_hybrid"
+    assert arms["03_gate_roc_rrf_hybrid"].gate == "two_scale"
