@@ -286,3 +286,10 @@ def test_roc_band_follows_the_roc_path() -> None:
     )
     np.testing.assert_allclose(tpr, [0.5, 0.75, 1.0, 1.0])
     assert lower.shape == upper.shape == (4,)
+
+
+def test_rate_ci_or_nan_is_nan_when_empty_and_the_bootstrap_otherwise() -> None:
+    assert all(np.isnan(v) for v in m.rate_ci_or_nan([], n_boot=10))
+    assert m.rate_ci_or_nan([1, 0, "yes", None], n_boot=50) == m.bootstrap_rate_ci(
+        [True, False, True, False], n_boot=50
+    )

@@ -31,7 +31,7 @@ from citegate.citations import DEFAULT_THRESHOLD, audit_sourced, validate_citati
 from citegate.compose import compose
 from citegate.config import PipelineConfig
 from citegate.fallback import NO_ANSWER, outline_call
-from citegate.metrics import auroc_ci, bootstrap_rate_ci
+from citegate.metrics import auroc_ci, rate_ci_or_nan
 
 FORMATS = ("outline", "composed", "fallback")
 MAX_SOURCES = 5
@@ -320,10 +320,6 @@ def _support_flags(g: pd.DataFrame, column: str, threshold: float) -> np.ndarray
     return (counted[column].fillna(-1.0) >= threshold).to_numpy()
 
 
-def _ci(flags: np.ndarray, n_boot: int) -> tuple[float, float, float]:
-    return bootstrap_rate_ci(flags, n_boot=n_boot) if len(flags) else (np.nan, np.nan, np.nan)
-
-
 def citation_table(
     answers: pd.DataFrame, claims: pd.DataFrame, threshold: float, n_boot: int = 1000
 ) -> pd.DataFrame:
@@ -343,7 +339,7 @@ def citation_table(
         said = a[a["answered"]]
         flags = _support_flags(c, "cosine", threshold) if len(c) else np.array([], bool)
         shuffled = _support_flags(c, "shuffled_cosine", threshold) if len(c) else np.array([], bool)
-        rate, lo, hi = _ci(flags, n_boot)
+        rate, lo, hi = rate_ci_or_nan(flags, n_boot)
         rows.append(
             {
                 "model": model,

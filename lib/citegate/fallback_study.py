@@ -35,7 +35,7 @@ from citegate.fallback import (
     paint,
 )
 from citegate.llm import LOCAL_MODEL_ID, ChatClient, LocalLlamaServer, local_model_path
-from citegate.metrics import bootstrap_rate_ci
+from citegate.metrics import rate_ci_or_nan
 from citegate.questions import Question, QuestionSet, load_set
 from citegate.study import sample
 
@@ -327,11 +327,6 @@ def run_calls(
 # --------------------------------------------------------------------------- tables
 
 
-def _rate(values: Any, n_boot: int) -> tuple[float, float, float]:
-    x = np.asarray(list(values), dtype=bool)
-    return bootstrap_rate_ci(x, n_boot=n_boot) if len(x) else (np.nan, np.nan, np.nan)
-
-
 def _rates(frame: pd.DataFrame, by: list[str], cols: dict[str, str], n_boot: int) -> pd.DataFrame:
     """Per group: n and, for each boolean column, rate with a 95% bootstrap CI."""
     rows = []
@@ -339,7 +334,7 @@ def _rates(frame: pd.DataFrame, by: list[str], cols: dict[str, str], n_boot: int
         row = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
         row["n"] = len(g)
         for col, label in cols.items():
-            rate, lo, hi = _rate(g[col], n_boot)
+            rate, lo, hi = rate_ci_or_nan(g[col], n_boot)
             row.update({label: rate, f"{label} lo": lo, f"{label} hi": hi})
         rows.append(row)
     return pd.DataFrame(rows)
@@ -404,7 +399,7 @@ def probe_table(frame: pd.DataFrame, admission: float, n_boot: int = 1000) -> pd
     rows = []
     for (model, variant), g in frame.groupby(["model", "variant"]):
         fb = g[g["branch"] == "fallback"]
-        rate, lo, hi = _rate(_admitted_flags(fb), n_boot)
+        rate, lo, hi = rate_ci_or_nan(_admitted_flags(fb), n_boot)
         rows.append(
             {
                 "model": model,

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from citegate.config import PipelineConfig
-from citegate.metrics import bootstrap_rate_ci
+from citegate.metrics import rate_ci_or_nan
 from citegate.questions import Question, QuestionSet
 from citegate.rewrite import (
     RewriteResult,
@@ -401,11 +401,6 @@ def run_study(
 # --------------------------------------------------------------------------- tables
 
 
-def _rate(values: Any, n_boot: int) -> tuple[float, float, float]:
-    x = np.asarray([bool(v) for v in values], dtype=bool)
-    return bootstrap_rate_ci(x, n_boot=n_boot) if len(x) else (np.nan, np.nan, np.nan)
-
-
 def _share(values: Any) -> float:
     vals = [bool(v) for v in values if v is not None and not pd.isna(v)]
     return float(np.mean(vals)) if vals else np.nan
@@ -419,7 +414,7 @@ def recall_table(results: pd.DataFrame, rewrites: pd.DataFrame, n_boot: int = 10
     rows = []
     order = {a: i for i, a in enumerate(ARMS)}
     for (arm, model, lang), g in results.groupby(["arm", "model", "language"], sort=False):
-        rate, lo, hi = _rate(g["hit"], n_boot)
+        rate, lo, hi = rate_ci_or_nan(g["hit"], n_boot)
         rw = rewrites[(rewrites["model"] == model) & (rewrites["language"] == lang)]
         is_rw = arm == "rewrite"
         rows.append(

@@ -654,6 +654,13 @@ def global_vs_oracle_threshold(
     }
 
 
+def rate_ci_or_nan(values: Any, n_boot: int = 1000) -> tuple[float, float, float]:
+    """`bootstrap_rate_ci` of any iterable of truthy values, or three NaNs when it is empty: a
+    report's table cell with no observations shows as missing instead of failing the run."""
+    x = np.asarray([bool(v) for v in values], dtype=bool)
+    return bootstrap_rate_ci(x, n_boot=n_boot) if len(x) else (np.nan, np.nan, np.nan)
+
+
 def bootstrap_rate_ci(
     successes: Sequence[bool] | ArrayLike, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0
 ) -> tuple[float, float, float]:
