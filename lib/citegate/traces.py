@@ -1,5 +1,9 @@
-"""The shared retrieval pass: each (question set, corpus build, collection config, models) is
+"""The shared retrieval pass: each (question set, fragment set, collection config, models) is
 retrieved once and cached on disk as slim traces; every threshold sweep is a `replay` of them.
+
+Traces hold fragment ids, so they are keyed by the fragments they point at: a digest of every
+searched corpus's (id, content hash) rows. A re-ingest (new ids) or a changed fragment gives a new
+key and the traces are collected afresh, instead of pointing at ids that no longer exist.
 """
 
 from __future__ import annotations
@@ -7,14 +11,13 @@ from __future__ import annotations
 import json
 import pickle
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import psycopg
 from tqdm.auto import tqdm
 
 from citegate import paths
-from citegate.builds import build_id
 from citegate.cache import DiskCache, digest
 from citegate.config import PipelineConfig
 from citegate.embed import Embedder
@@ -22,7 +25,13 @@ from citegate.questions import Question
 from citegate.rerank import Reranker
 from citegate.retrieve import RETRIEVAL_VERSION, RetrievalTrace, collect
 
-TRACE_FORMAT = "3"  # bump when Candidate / RetrievalTrace change shape
+TRACE_FORMAT = "4"  # bump when Candidate / RetrievalTrace or the key payload change shape
+
+# One cheap aggregate per corpus: row count and md5 over "id:content_hash" in id order.
+_FRAGMENT_SET_SQL = (
+    "SELECT count(*), coalesce(md5(string_agg(id::text || ':' || content_hash, ',' ORDER BY id)), '') "
+    "FROM fragments WHERE embedder_id = %s AND corpus = %s"
+)
 
 
 def database_identity(conn: psycopg.Connection | None) -> str:
@@ -35,14 +44,31 @@ def database_identity(conn: psycopg.Connection | None) -> str:
     return f"{row[0]}/{row[1]}"
 
 
+def fragment_sets(
+    conn: psycopg.Connection, embedder_id: str, corpora: Sequence[str]
+) -> dict[str, str]:
+    """corpus -> `count:md5` of its (id, content hash) rows for the embedder: what the fragment
+    ids of a trace refer to (changes on any re-ingest, edit or deletion)."""
+    out = {}
+    for corpus in corpora:
+        n, h = conn.execute(_FRAGMENT_SET_SQL, (embedder_id, corpus)).fetchone()
+        out[corpus] = f"{n}:{h}"
+    return out
+
+
 def collection_digest(
-    cfg: PipelineConfig, embedder_id: str, reranker_id: str, exact_check: bool, database: str = ""
+    cfg: PipelineConfig,
+    embedder_id: str,
+    reranker_id: str,
+    exact_check: bool,
+    database: str = "",
+    fragments: Mapping[str, str] | None = None,
 ) -> str:
-    """Identity of a retrieval pass: database, corpus builds, collection knobs, models, the
-    retrieval code version and the trace format."""
+    """Identity of a retrieval pass: database, the searched fragment sets (`fragment_sets`),
+    collection knobs, models, the retrieval code version and the trace format."""
     payload = {
         "db": database,
-        "builds": [build_id(c) for c in cfg.corpora],
+        "fragments": dict(fragments or {}),
         "collection": cfg.collection_key(),
         "embedder": embedder_id,
         "reranker": reranker_id,
@@ -83,10 +109,18 @@ def traces_for(
     progress: bool = True,
 ) -> dict[str, RetrievalTrace]:
     """question id -> trace, retrieving only what the cache lacks (a warm run runs no model and
-    no retrieval query; the connection only identifies the database the fragment ids belong to)."""
+    no retrieval query: the connection only identifies the database and the fragment sets the
+    ids belong to, one aggregate query per corpus)."""
     store = store or TraceStore()
     reranker_key = getattr(reranker, "cache_id", reranker.id)  # a retrained model is a new key
-    key = collection_digest(cfg, embedder.id, reranker_key, exact_check, database_identity(conn))
+    key = collection_digest(
+        cfg,
+        embedder.id,
+        reranker_key,
+        exact_check,
+        database_identity(conn),
+        fragment_sets(conn, embedder.id, cfg.corpora),
+    )
     out = store.get_many(key, questions)
     todo = [q for q in questions if q.id not in out]
     for q in tqdm(todo, desc="retrieve", unit="q", disable=not progress or not todo):

