@@ -16,6 +16,7 @@ from citegate.ingest import ingest
 from citegate.questions import Question, QuestionSet, resolve_gold
 from citegate.rerank import CosineReranker
 from citegate.retrieve import RetrievalTrace, replay
+from citegate.study import Study, StudySet, record_study
 from citegate.traces import TraceStore, fragment_sets, traces_for
 
 pytestmark = pytest.mark.db
@@ -138,3 +139,49 @@ def test_fragment_set_digest_follows_content_and_ids(
     ]
     ingest(conn, changed, CORPUS, emb, progress=False)  # an edit in place keeps the id
     assert fragment_sets(conn, emb.id, [CORPUS]) != one
+
+
+class FakeRecorder:
+    """Records the calls `record_study` makes (the Recorder API: dataset, config, note)."""
+
+    def __init__(self) -> None:
+        self.datasets: list[tuple[tuple, dict]] = []
+        self.configs: list[dict] = []
+        self.notes: dict = {}
+
+    def dataset(self, *args: object, **kwargs: object) -> None:
+        self.datasets.append((args, kwargs))
+
+    def config(self, cfg: dict) -> None:
+        self.configs.append(cfg)
+
+    def note(self, **info: object) -> None:
+        self.notes.update(info)
+
+
+def test_record_study_logs_the_corpora_searched_and_real_rows() -> None:
+    def q(qid: str, label: str, lang: str, corpus: str) -> Question:
+        gold = () if label == "out_of_scope" else ("k",)
+        return Question(qid, f"text {qid}", lang, label, gold, "t", "test", corpus, qid)
+
+    xq = [q("a", "answerable", "en", "xquad-split"), q("b", "out_of_corpus", "ru", "xquad-split")]
+    oos = [q("c", "out_of_scope", "en", "*")]
+    sets = {
+        "xquad-split": StudySet(
+            QuestionSet("xquad-split", "xquad-split", tuple(xq)), "xquad-split", xq, {}, {}
+        ),
+        "out-of-scope": StudySet(
+            QuestionSet("out-of-scope", "*", tuple(oos)), "xquad-split", oos, {}, {}
+        ),
+    }
+    study = Study(sets, PipelineConfig(embedder="e", corpora=("gita",)), "cosine", "e")
+    rec = FakeRecorder()
+    record_study(rec, study)
+    assert [c["corpora"] for c in rec.configs] == [["xquad-split"]]
+    (args, kwargs), (_, oos_kwargs) = rec.datasets
+    assert args[:3] == ("xquad-split", sets["xquad-split"].qset.digest, 2)
+    assert kwargs["records"] == [
+        {"id": "a", "label": "answerable", "language": "en", "split": "test"},
+        {"id": "b", "label": "out_of_corpus", "language": "ru", "split": "test"},
+    ]
+    assert [r["id"] for r in oos_kwargs["records"]] == ["c"]

@@ -105,23 +105,38 @@ def _subset(qset: QuestionSet, qs: Sequence[Question]) -> QuestionSet:
 
 
 def record_study(rec: object, study: Study) -> None:
-    """Log the study's datasets (name, digest, rows, corpus build) and model ids on a Recorder."""
+    """Log on a Recorder what the run actually used: each set's sampled questions (id, label,
+    language, split) with its digest and corpus build, the config with the corpora actually
+    searched (not the spec's default), and the model ids."""
     for name, s in study.sets.items():
-        build = build_id(s.corpus)
-        rec.dataset(
+        rec.dataset(  # type: ignore[attr-defined]
             name,
             s.qset.digest,
             len(s.questions),
-            f"data/questions/{name}.jsonl",  # type: ignore[attr-defined]
-            build,
+            f"data/questions/{name}.jsonl",
+            build_id(s.corpus),
+            records=question_records(s.questions),
         )
-    rec.note(
+    rec.config(study.config.replace(corpora=searched_corpora(study)).to_dict())  # type: ignore[attr-defined]
+    rec.note(  # type: ignore[attr-defined]
         embedder=study.embedder_id,
-        reranker=study.reranker_id,  # type: ignore[attr-defined]
+        reranker=study.reranker_id,
         corpus_builds=",".join(sorted({build_id(s.corpus) for s in study.sets.values()})),
         sample_sizes=",".join(f"{n}:{len(s.questions)}" for n, s in study.sets.items()),
         retrieval_seconds=round(sum(study.seconds.values()), 2),
     )
+
+
+def searched_corpora(study: Study) -> tuple[str, ...]:
+    """The corpus builds the study's sets searched, in set order, each once."""
+    return tuple(dict.fromkeys(s.corpus for s in study.sets.values()))
+
+
+def question_records(questions: Sequence[Question]) -> list[dict[str, str]]:
+    """One row per question used (id, label, language, split): a dataset's real rows."""
+    return [
+        {"id": q.id, "label": q.label, "language": q.language, "split": q.split} for q in questions
+    ]
 
 
 def data_table(study: Study) -> Any:
