@@ -268,15 +268,26 @@ def test_global_equals_oracle_when_one_threshold_fits() -> None:
     assert res["loss"] == 0.0 and res["global_bal_acc"] == 1.0
 
 
-def test_bootstrap_rate_ci() -> None:
+def test_rate_ci_is_wilson() -> None:
     successes = [True] * 30 + [False] * 70
-    rate, lo, hi = m.bootstrap_rate_ci(successes)
+    rate, lo, hi = m.rate_ci(successes)
     assert rate == pytest.approx(0.3)
-    assert 0.18 < lo < rate < hi < 0.42
-    assert m.bootstrap_rate_ci(successes) == (rate, lo, hi)
-    assert m.bootstrap_rate_ci([1, 1, 1]) == (1.0, 1.0, 1.0)
+    # Wilson 95% for 30/100: 0.2189 - 0.3958 (Newcombe 1998, method 3)
+    assert (lo, hi) == (pytest.approx(0.2189, abs=1e-4), pytest.approx(0.3958, abs=1e-4))
+    assert m.rate_ci(successes, alpha=0.5)[2] < hi  # a 50% interval is narrower
     with pytest.raises(ValueError, match="empty"):
-        m.bootstrap_rate_ci([])
+        m.rate_ci([])
+
+
+def test_rate_ci_is_not_a_point_at_zero_or_all() -> None:
+    rate, lo, hi = m.rate_ci([False] * 40)
+    assert (rate, lo) == (0.0, 0.0) and hi > 0.08  # 0 of 40 is not "certainly never"
+    rate, lo, hi = m.rate_ci([True] * 40)
+    assert (rate, hi) == (1.0, pytest.approx(1.0)) and lo < 0.92
+
+
+def test_no_bootstrap_rate_ci_name_remains() -> None:
+    assert not hasattr(m, "bootstrap_rate_ci")
 
 
 def test_roc_band_follows_the_roc_path() -> None:
@@ -288,8 +299,26 @@ def test_roc_band_follows_the_roc_path() -> None:
     assert lower.shape == upper.shape == (4,)
 
 
-def test_rate_ci_or_nan_is_nan_when_empty_and_the_bootstrap_otherwise() -> None:
-    assert all(np.isnan(v) for v in m.rate_ci_or_nan([], n_boot=10))
-    assert m.rate_ci_or_nan([1, 0, "yes", None], n_boot=50) == m.bootstrap_rate_ci(
-        [True, False, True, False], n_boot=50
-    )
+def test_rate_ci_or_nan_is_nan_when_empty_and_wilson_otherwise() -> None:
+    assert all(np.isnan(v) for v in m.rate_ci_or_nan([]))
+    assert m.rate_ci_or_nan([1, 0, "yes", None]) == m.rate_ci([True, False, True, False])
+
+
+def _clustered() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """40 groups of 10 near-identical rows: the effective sample is 40, not 400."""
+    rng = np.random.default_rng(7)
+    labels = np.repeat(rng.integers(0, 2, 40), 10)
+    base = np.repeat(rng.normal(0, 1, 40), 10) + 0.8 * labels
+    scores = base + rng.normal(0, 1e-3, 400)
+    return scores, labels, np.repeat(np.arange(40), 10)
+
+
+def test_roc_band_resamples_groups_like_the_auroc_ci() -> None:
+    scores, labels, groups = _clustered()
+    _, _, row_lo, row_hi = m.roc_curve_band(scores, labels, n_boot=200)
+    _, tpr, lo, hi = m.roc_curve_band(scores, labels, n_boot=200, groups=groups)
+    inner = slice(10, 91)  # away from the corners, where every band is 0 or 1
+    assert np.mean((hi - lo)[inner]) > 1.5 * np.mean((row_hi - row_lo)[inner])
+    assert np.all(lo <= tpr + 1e-12) and np.all(tpr <= hi + 1e-12)
+    again = m.roc_curve_band(scores, labels, n_boot=200, groups=groups)
+    np.testing.assert_array_equal(again[2], lo)

@@ -1,7 +1,8 @@
 """Metrics of the research suite: retrieval recall, score calibration, the coverage gate's ROC.
 
 Every function is pure and deterministic: bootstraps take a `seed` (default 0) and draw from
-`np.random.default_rng(seed)`. Inputs may be lists or numpy arrays; they are validated (equal
+`np.random.default_rng(seed)`. Rates get Wilson score intervals (`rate_ci`), which stay honest at
+0 of n and n of n where a bootstrap collapses to a point. Inputs may be lists or numpy arrays; they are validated (equal
 lengths, labels in {0, 1}, finite scores) and a ValueError names what is wrong.
 
 Conventions shared by the gate metrics: the system *answers* when ``score >= threshold``; label 1
@@ -17,7 +18,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit
-from scipy.stats import rankdata
+from scipy.stats import binomtest, rankdata
 from sklearn.metrics import precision_recall_curve, roc_auc_score, roc_curve
 
 __all__ = [
@@ -28,7 +29,6 @@ __all__ = [
     "aurc",
     "auroc_ci",
     "best_threshold_per_group",
-    "bootstrap_rate_ci",
     "expected_calibration_error",
     "global_vs_oracle_threshold",
     "gold_recall",
@@ -38,6 +38,8 @@ __all__ = [
     "ndcg_at_k",
     "operating_point",
     "pr_curve",
+    "rate_ci",
+    "rate_ci_or_nan",
     "recall_at_k",
     "reliability",
     "risk_coverage",
@@ -453,23 +455,27 @@ def roc_curve_band(
     seed: int = 0,
     grid: ArrayLike | None = None,
     alpha: float = 0.05,
+    groups: ArrayLike | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """ROC curve on an fpr grid with a pointwise percentile-bootstrap band.
 
     Why: plots of the gate's ROC must show how much the curve would move on another sample.
     Returns (fpr grid, full-sample tpr interpolated on the grid, lower, upper), the bounds being
     the alpha/2 and 1 - alpha/2 percentiles (2.5 / 97.5 by default) of bootstrap tprs.
-    `grid` defaults to ``np.linspace(0, 1, 101)``. Single-class resamples are skipped.
+    `grid` defaults to ``np.linspace(0, 1, 101)``. With `groups`, whole groups are resampled
+    exactly as `auroc_ci` does, so a band drawn beside a clustered AUROC interval measures the
+    same uncertainty. Single-class resamples are skipped.
     """
     s, y = _scored(scores, labels)
     _require_both_classes(y)
     _check_n_boot(n_boot)
     _check_alpha(alpha)
     fpr_grid = np.linspace(0.0, 1.0, 101) if grid is None else np.asarray(grid, dtype=float)
+    members = None if groups is None else _per_group(s, groups)
     rng = np.random.default_rng(seed)
     boots = []
     for _ in range(n_boot):
-        idx = rng.integers(0, len(s), len(s))
+        idx = _resample(rng, len(s), members)
         if _both_classes(y[idx]):
             boots.append(_tpr_on_grid(s[idx], y[idx], fpr_grid))
     tpr = _tpr_on_grid(s, y, fpr_grid)
@@ -654,27 +660,26 @@ def global_vs_oracle_threshold(
     }
 
 
-def rate_ci_or_nan(values: Any, n_boot: int = 1000) -> tuple[float, float, float]:
-    """`bootstrap_rate_ci` of any iterable of truthy values, or three NaNs when it is empty: a
-    report's table cell with no observations shows as missing instead of failing the run."""
-    x = np.asarray([bool(v) for v in values], dtype=bool)
-    return bootstrap_rate_ci(x, n_boot=n_boot) if len(x) else (np.nan, np.nan, np.nan)
-
-
-def bootstrap_rate_ci(
-    successes: Sequence[bool] | ArrayLike, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0
+def rate_ci(
+    successes: Sequence[bool] | ArrayLike, alpha: float = 0.05
 ) -> tuple[float, float, float]:
-    """A success rate and its (1 - alpha) percentile-bootstrap interval: (rate, lower, upper).
+    """A success rate and its (1 - alpha) Wilson score interval: (rate, lower, upper).
 
-    Why: rates over a few hundred questions need error bars. Resampling n outcomes with
-    replacement gives a Binomial(n, rate) success count, which is drawn directly.
+    Why: rates over a few dozen questions need error bars that stay honest at the edges: 0 of 40
+    is not "certainly 0" (its upper bound is about 0.09), which a bootstrap of the observed rate
+    cannot show. Computed by ``scipy.stats.binomtest(k, n).proportion_ci(method="wilson")``.
     """
     x = _labels(successes, "successes")
     if not len(x):
         raise ValueError("successes must not be empty")
-    _check_n_boot(n_boot)
     _check_alpha(alpha)
-    rate = float(x.mean())
-    draws = np.random.default_rng(seed).binomial(len(x), rate, size=n_boot) / len(x)
-    lo, hi = _percentile_ci(list(draws), alpha)
-    return rate, lo, hi
+    k, n = int(x.sum()), len(x)
+    ci = binomtest(k, n).proportion_ci(confidence_level=1 - alpha, method="wilson")
+    return k / n, float(ci.low), float(ci.high)
+
+
+def rate_ci_or_nan(values: Any, alpha: float = 0.05) -> tuple[float, float, float]:
+    """`rate_ci` of any iterable of truthy values, or three NaNs when it is empty: a report's
+    table cell with no observations shows as missing instead of failing the run."""
+    x = np.asarray([bool(v) for v in values], dtype=bool)
+    return rate_ci(x, alpha=alpha) if len(x) else (np.nan, np.nan, np.nan)
