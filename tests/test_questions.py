@@ -54,17 +54,55 @@ def test_minimum_sizes_of_written_sets() -> None:
     assert {q.topic for q in written} >= {"cooking", "sport", "code", "news", "everyday"}
 
 
+def good_record(**changes: object) -> dict:
+    """The first committed gita question as a dict, with some fields changed (None: removed)."""
+    first = (paths.QUESTIONS / "gita.jsonl").read_text(encoding="utf-8").splitlines()[0]
+    rec = {**json.loads(first), **changes}
+    return {k: v for k, v in rec.items() if v is not None}
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("{not json", "JSON"),
-        ('{"id": "x"}', "missing"),
+        ("{not json", r"record 3: not valid JSON at line 3, column 2"),
+        ('["a list"]', r"record 3: expected a JSON object, got list"),
+        (json.dumps(good_record(id="x", group=None)), r"record 3: missing field\(s\) \['group'\]"),
+        (
+            json.dumps(good_record(id="x", language=5)),
+            r"record 3: field 'language' must be a string, got number 5",
+        ),
+        (json.dumps(good_record(id="x", gold="BG 1.1")), r"record 3: field 'gold' must be a list"),
+        (json.dumps(good_record(id="x", gold=[1])), r"record 3: gold must be a list of references"),
+        (
+            json.dumps(good_record(id="x", mentions_address="yes")),
+            r"record 3: field 'mentions_address' must be true/false",
+        ),
+        (json.dumps(good_record(id="x", extra=1)), r"record 3: unknown field\(s\) \['extra'\]"),
+        (json.dumps(good_record()), r"record 3: duplicate id 'HF1-en-1:2-006' \(first on line 1\)"),
     ],
 )
 def test_bad_set_files_name_file_and_line(tmp_path: Path, line: str, message: str) -> None:
-    (tmp_path / "bad.jsonl").write_text(line + "\n", encoding="utf-8")
-    with pytest.raises((InputError, json.JSONDecodeError)):
+    lines = [json.dumps(good_record()), "", line]  # a blank line: records are numbered by line
+    (tmp_path / "bad.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad\.jsonl: " + message):
         load_set("bad", tmp_path)
+
+
+def test_bad_source_file_names_file_and_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = tmp_path / "sources" / "gitaverse"
+    src.mkdir(parents=True)
+    rec = {"qid": "q1", "question": "Who speaks?", "language": "en", "chapter": 1, "verse": 2}
+    bad = {**rec, "qid": "q2", "chapter": "one"}
+    (src / "gitaverse_dev.jsonl").write_text(
+        f"{json.dumps(rec)}\n{json.dumps(bad)}\n", encoding="utf-8"
+    )
+    monkeypatch.setattr(paths, "QUESTIONS", tmp_path)
+    with pytest.raises(
+        InputError, match=r"gitaverse_dev\.jsonl: record 2: field 'chapter' must be an integer"
+    ):
+        build_sets()
 
 
 def test_wrong_label_is_rejected(tmp_path: Path) -> None:
@@ -94,3 +132,10 @@ def test_unresolvable_gold_is_an_error(demo: psycopg.Connection) -> None:
     broken = replace(s, questions=(replace(s.questions[0], gold=("BG 19.99",)),))
     with pytest.raises(InputError, match="BG 19.99"):
         resolve_gold(demo, broken, default_embedder().id)
+
+
+def test_data_check_names_the_bad_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "gita.jsonl").write_text(json.dumps(good_record()) + "\n{oops\n", encoding="utf-8")
+    monkeypatch.setattr(paths, "QUESTIONS", tmp_path)
+    with pytest.raises(InputError, match=r"gita\.jsonl: record 2: not valid JSON at line 2"):
+        datacheck.check_all(None, None)

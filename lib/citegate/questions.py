@@ -13,7 +13,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -95,15 +95,68 @@ def mentions_address(text: str) -> bool:
 # ---------------------------------------------------------------- building from sources
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of every non-blank line; bad UTF-8, bad JSON or a non-object line
+    raises `InputError` naming the file and the line (a record's number is its line number)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise InputError(path, "-", f"not UTF-8 at byte {exc.start}") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                path, n, f"not valid JSON at line {n}, column {exc.colno}: {exc.msg}"
+            ) from None
+        if not isinstance(rec, dict):
+            raise InputError(path, n, f"expected a JSON object, got {_json_type(rec)}")
+        yield n, rec
+
+
+def _check_fields(path: Path, n: int, rec: dict[str, Any], types: Mapping[str, type]) -> None:
+    """Every field in `types` is present with that JSON type (bool is not an int here)."""
+    missing = sorted(set(types) - set(rec))
+    if missing:
+        raise InputError(path, n, f"missing field(s) {missing}")
+    for name, kind in types.items():
+        value = rec[name]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise InputError(
+                path,
+                n,
+                f"field {name!r} must be {_JSON_NAMES[kind]}, got {_json_type(value)} "
+                f"{_show(value)}",
+            )
+
+
+def _jsonl(path: Path, types: Mapping[str, type]) -> list[dict[str, Any]]:
+    """The records of a source file, each checked to carry `types` (what its reader uses)."""
     out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise InputError(path, n, f"not valid JSON: {exc}") from exc
+    for n, rec in _records(path):
+        _check_fields(path, n, rec, types)
+        out.append(rec)
     return out
+
+
+_JSON_NAMES: dict[type, str] = {
+    str: "a string",
+    int: "an integer",
+    list: "a list",
+    bool: "true/false",
+}
+
+
+def _json_type(value: object) -> str:
+    names = {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}
+    return names.get(type(value), "number" if isinstance(value, int | float) else "?")
+
+
+def _show(value: object, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _q(
@@ -136,8 +189,9 @@ def _gitaverse() -> list[Question]:
     path = paths.QUESTIONS / "sources" / "gitaverse" / "gitaverse_dev.jsonl"
     origin = "GitaVerse-Open-Corpus HF1 (GPT-4.1 generated, human reviewed upstream; CC BY 4.0)"
     out = []
-    for r in _jsonl(path):
-        gold = verse_label(int(r["chapter"]), int(r["verse"]))
+    types = {"qid": str, "question": str, "language": str, "chapter": int, "verse": int}
+    for r in _jsonl(path, types):
+        gold = verse_label(r["chapter"], r["verse"])
         out.append(
             _q(r["qid"], r["question"], r["language"], "answerable", [gold], origin, "gita", gold)
         )
@@ -148,7 +202,7 @@ def _written_ru() -> list[Question]:
     path = paths.QUESTIONS / "src" / "gita_ru_written.jsonl"
     return [
         _q(r["id"], r["text"], "ru", "answerable", r["gold"], r["origin"], "gita", r["gold"][0])
-        for r in _jsonl(path)
+        for r in _jsonl(path, {"id": str, "text": str, "gold": list, "origin": str})
     ]
 
 
@@ -189,7 +243,7 @@ def _out_of_scope() -> list[Question]:
             f"nq-{i:04d}",
             "general",
         )
-        for i, r in enumerate(_jsonl(nq))
+        for i, r in enumerate(_jsonl(nq, {"question": str}))
     ]
     written = paths.QUESTIONS / "src" / "out_of_scope_written.jsonl"
     out += [
@@ -204,7 +258,7 @@ def _out_of_scope() -> list[Question]:
             r["id"],
             r.get("topic", ""),
         )
-        for r in _jsonl(written)
+        for r in _jsonl(written, {"id": str, "text": str, "language": str, "origin": str})
     ]
     return out
 
@@ -270,47 +324,52 @@ def write_sets(sets: dict[str, QuestionSet], folder: Path | None = None) -> None
 
 # ---------------------------------------------------------------- loading and checking
 
-_FIELDS = {f: t for f, t in Question.__annotations__.items()}
+_TYPES: dict[str, type] = {
+    "id": str,
+    "text": str,
+    "language": str,
+    "label": str,
+    "gold": list,
+    "origin": str,
+    "split": str,
+    "corpus": str,
+    "group": str,
+}
+_OPTIONAL: dict[str, type] = {"topic": str, "mentions_address": bool}
 
 
-def _parse(path: Path, n: int, rec: Any) -> Question:
-    if not isinstance(rec, dict):
-        raise InputError(path, n, "expected a JSON object")
-    missing = {
-        "id",
-        "text",
-        "language",
-        "label",
-        "gold",
-        "origin",
-        "split",
-        "corpus",
-        "group",
-    } - set(rec)
-    unknown = set(rec) - set(_FIELDS)
-    if missing or unknown:
-        raise InputError(path, n, f"missing {sorted(missing)} / unknown {sorted(unknown)} fields")
+def _parse(path: Path, n: int, rec: dict[str, Any]) -> Question:
+    """One validated question of a set file (`n`: its line number)."""
+    unknown = sorted(set(rec) - set(_TYPES) - set(_OPTIONAL))
+    if unknown:
+        raise InputError(path, n, f"unknown field(s) {unknown}")
+    _check_fields(path, n, rec, _TYPES)
+    _check_fields(path, n, rec, {k: t for k, t in _OPTIONAL.items() if k in rec})
     if rec["label"] not in LABELS or rec["split"] not in SPLITS:
         raise InputError(path, n, f"bad label {rec['label']!r} or split {rec['split']!r}")
-    if not isinstance(rec["text"], str) or not rec["text"].strip():
-        raise InputError(path, n, "empty question text")
-    if not isinstance(rec["gold"], list) or not all(isinstance(g, str) for g in rec["gold"]):
-        raise InputError(path, n, "gold must be a list of references")
+    if not rec["text"].strip() or not rec["id"].strip():
+        raise InputError(path, n, "empty question id or text")
+    if not all(isinstance(g, str) for g in rec["gold"]):
+        raise InputError(path, n, "gold must be a list of references (strings)")
     if (rec["label"] == "out_of_scope") != (not rec["gold"]):
         raise InputError(path, n, "out_of_scope questions have no gold; the others need gold")
     return Question(**{**rec, "gold": tuple(rec["gold"])})
 
 
 def load_set(name: str, folder: Path | None = None) -> QuestionSet:
-    """Read and validate `data/questions/<name>.jsonl` (schema, labels, one corpus per set)."""
+    """Read and validate `data/questions/<name>.jsonl` (schema and types, labels, unique ids,
+    one corpus per set); every problem raises `InputError` naming the file and the line."""
     path = Path(folder or paths.QUESTIONS) / f"{name}.jsonl"
     if not path.exists():
         raise InputError(path, "-", f"no question set {name!r} (known: {', '.join(SETS)})")
-    qs = [
-        _parse(path, n, json.loads(line))
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-        if line.strip()
-    ]
+    qs: list[Question] = []
+    lines: dict[str, int] = {}
+    for n, rec in _records(path):
+        q = _parse(path, n, rec)
+        if q.id in lines:
+            raise InputError(path, n, f"duplicate id {q.id!r} (first on line {lines[q.id]})")
+        lines[q.id] = n
+        qs.append(q)
     corpora = {q.corpus for q in qs}
     if len(corpora) != 1:
         raise InputError(path, "-", f"a set is labeled against one corpus build, found {corpora}")
