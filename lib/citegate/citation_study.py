@@ -339,7 +339,7 @@ def citation_table(
         said = a[a["answered"]]
         flags = _support_flags(c, "cosine", threshold) if len(c) else np.array([], bool)
         shuffled = _support_flags(c, "shuffled_cosine", threshold) if len(c) else np.array([], bool)
-        rate, lo, hi = rate_ci_or_nan(flags, n_boot)
+        rate, lo, hi = rate_ci_or_nan(flags)
         rows.append(
             {
                 "model": model,

@@ -334,7 +334,7 @@ def _rates(frame: pd.DataFrame, by: list[str], cols: dict[str, str], n_boot: int
         row = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
         row["n"] = len(g)
         for col, label in cols.items():
-            rate, lo, hi = rate_ci_or_nan(g[col], n_boot)
+            rate, lo, hi = rate_ci_or_nan(g[col])
             row.update({label: rate, f"{label} lo": lo, f"{label} hi": hi})
         rows.append(row)
     return pd.DataFrame(rows)
@@ -399,7 +399,7 @@ def probe_table(frame: pd.DataFrame, admission: float, n_boot: int = 1000) -> pd
     rows = []
     for (model, variant), g in frame.groupby(["model", "variant"]):
         fb = g[g["branch"] == "fallback"]
-        rate, lo, hi = rate_ci_or_nan(_admitted_flags(fb), n_boot)
+        rate, lo, hi = rate_ci_or_nan(_admitted_flags(fb))
         rows.append(
             {
                 "model": model,

@@ -414,7 +414,7 @@ def recall_table(results: pd.DataFrame, rewrites: pd.DataFrame, n_boot: int = 10
     rows = []
     order = {a: i for i, a in enumerate(ARMS)}
     for (arm, model, lang), g in results.groupby(["arm", "model", "language"], sort=False):
-        rate, lo, hi = rate_ci_or_nan(g["hit"], n_boot)
+        rate, lo, hi = rate_ci_or_nan(g["hit"])
         rw = rewrites[(rewrites["model"] == model) & (rewrites["language"] == lang)]
         is_rw = arm == "rewrite"
         rows.append(
