@@ -1,10 +1,17 @@
 """A scripted OpenAI-compatible chat server for tests: a real HTTP server (stdlib, 127.0.0.1,
-port 0) that the real `openai` SDK talks to, replying from a list (the last reply repeats)."""
+port 0) that the real `openai` SDK talks to, replying from a list (the last reply repeats).
+
+Faults: a reply may carry response headers (`Retry-After`, `x-should-retry`, ...); `die_after=N`
+shuts the server down for good after N requests (later calls get "connection refused", as from a
+killed llama.cpp server); `Stub.kill()` does the same on demand; `dead_url()` is a base URL on a
+port nothing listens on."""
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,42 +41,79 @@ def error(message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": "stub_error", "code": None}}
 
 
-class Stub:
-    """Replies in order (the last one repeats) and records every request body."""
+# (status, body) or (status, body, response headers)
+Reply = tuple[int, dict[str, Any]] | tuple[int, dict[str, Any], dict[str, str]]
 
-    def __init__(self, replies: list[tuple[int, dict[str, Any]]]) -> None:
+
+class Stub:
+    """Replies in order (the last one repeats) and records every request body and its time."""
+
+    def __init__(self, replies: list[Reply], die_after: int | None = None) -> None:
         self.replies = replies
+        self.die_after = die_after
         self.requests: list[dict[str, Any]] = []
         self.base_url = ""
+        self.dead = False
+        self._server: ThreadingHTTPServer | None = None
+        self._lock = threading.Lock()
+
+    def kill(self) -> None:
+        """Stop serving and close the listening socket: later connections are refused."""
+        self.dead = True
+        with self._lock:
+            server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+
+
+def dead_url() -> str:
+    """An OpenAI base URL on a loopback port that nothing listens on (bound, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
 
 
 @contextmanager
-def stub_server(replies: list[tuple[int, dict[str, Any]]]) -> Iterator[Stub]:
-    """A stdlib HTTP server on 127.0.0.1 (port 0) in a thread, answering chat completions."""
-    stub = Stub(replies)
+def stub_server(replies: list[Reply], *, die_after: int | None = None) -> Iterator[Stub]:
+    """A stdlib HTTP server on 127.0.0.1 (port 0) in a thread, answering chat completions;
+    with `die_after=N` it shuts itself down after answering N requests."""
+    stub = Stub(replies, die_after)
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (stdlib name)
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            if stub.dead:  # accepted while shutting down: hang up without an answer
+                self.close_connection = True
+                return
             n = len(stub.requests)
-            stub.requests.append({"path": self.path, "body": json.loads(body or b"{}")})
-            status, payload = stub.replies[min(n, len(stub.replies) - 1)]
+            stub.requests.append(
+                {"path": self.path, "body": json.loads(body or b"{}"), "t": time.monotonic()}
+            )
+            status, payload, *extra = stub.replies[min(n, len(stub.replies) - 1)]
+            stub.dead = stub.die_after is not None and n + 1 >= stub.die_after
             data = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            for name, value in (extra[0] if extra else {}).items():
+                self.send_header(name, value)
+            self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(data)
+            if stub.dead:
+                threading.Thread(target=stub.kill, daemon=True).start()
 
         def log_message(self, *args: Any) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    stub._server = server
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     stub.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     try:
         yield stub
     finally:
-        server.shutdown()
-        server.server_close()
+        stub.kill()

@@ -6,11 +6,12 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
+from email.utils import formatdate
 from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_stub import Stub, completion, error, stub_server
+from llm_stub import Stub, completion, dead_url, error, stub_server
 
 from citegate.errors import CitegateError
 from citegate.llm import (
@@ -110,51 +111,113 @@ def test_missing_model_file_is_a_clear_error(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- scripted stub server
 
 
-def stub_client(stub: Stub, tmp_path: Path, sleeps: list[float], **kw: Any) -> ChatClient:
-    """A client on the stub with a recording no-op sleep and a fresh cache."""
-    return ChatClient(
-        "stub-model", stub.base_url, cache_path=tmp_path / "llm.sqlite", sleep=sleeps.append, **kw
-    )
+def stub_client(stub: Stub, tmp_path: Path, **kw: Any) -> ChatClient:
+    """A client on the stub with a fresh cache (the SDK retries and sleeps for real: the tests
+    ask for short waits through `retry-after-ms`)."""
+    return ChatClient("stub-model", stub.base_url, cache_path=tmp_path / "llm.sqlite", **kw)
+
+
+def gaps(stub: Stub) -> list[float]:
+    """Seconds between consecutive requests the stub received."""
+    times = [r["t"] for r in stub.requests]
+    return [b - a for a, b in zip(times, times[1:], strict=False)]
+
+
+FAST = {"retry-after-ms": "1"}  # ask the SDK to retry after 1 ms
 
 
 def test_retries_429_then_500_then_succeeds(tmp_path: Path) -> None:
-    replies = [(429, error("slow down")), (500, error("boom")), (200, completion("hello"))]
-    sleeps: list[float] = []
+    replies = [(429, error("slow down"), FAST), (500, error("boom"), FAST), (200, completion("hi"))]
     with stub_server(replies) as stub:
-        res = stub_client(stub, tmp_path, sleeps).chat(HI, max_tokens=8)
-    assert res.text == "hello" and res.attempts == 3 and not res.cached
+        res = stub_client(stub, tmp_path).chat(HI, max_tokens=8)
+    assert res.text == "hi" and res.attempts == 3 and not res.cached
     assert (res.prompt_tokens, res.completion_tokens) == (7, 3)
     assert len(stub.requests) == 3
     assert stub.requests[0]["path"] == "/v1/chat/completions"
     assert stub.requests[0]["body"]["max_tokens"] == 8
-    assert len(sleeps) == 2 and 0.5 <= sleeps[0] <= 0.625 and 1.0 <= sleeps[1] <= 1.25
+
+
+def test_retry_after_ms_is_honoured(tmp_path: Path) -> None:
+    # without the header the first backoff would be >= 0.375 s (0.5 s less 25 % jitter)
+    replies = [(503, error("busy"), FAST), (200, completion("ok"))]
+    with stub_server(replies) as stub:
+        assert stub_client(stub, tmp_path).chat(HI).attempts == 2
+    assert gaps(stub)[0] < 0.3
+
+
+def test_retry_after_as_an_http_date_is_honoured(tmp_path: Path) -> None:
+    when = formatdate(time.time() + 2, usegmt=True)  # whole seconds: waits between 1 and 2 s
+    replies = [(429, error("later"), {"Retry-After": when}), (200, completion("ok"))]
+    with stub_server(replies) as stub:
+        assert stub_client(stub, tmp_path).chat(HI).text == "ok"
+    assert 0.9 <= gaps(stub)[0] <= 3.0
+
+
+@pytest.mark.parametrize("status", [408, 409])
+def test_request_timeout_and_conflict_are_retried(tmp_path: Path, status: int) -> None:
+    replies = [(status, error("try again"), FAST), (200, completion("ok"))]
+    with stub_server(replies) as stub:
+        res = stub_client(stub, tmp_path).chat(HI)
+    assert res.text == "ok" and res.attempts == 2 and len(stub.requests) == 2
+
+
+def test_x_should_retry_header_is_obeyed(tmp_path: Path) -> None:
+    with (
+        stub_server([(503, error("down"), {"x-should-retry": "false"})]) as stub,
+        pytest.raises(LLMError, match=r"1 attempt.*HTTP 503"),
+    ):
+        stub_client(stub, tmp_path / "a").chat(HI)
+    assert len(stub.requests) == 1
+    replies = [(400, error("odd"), {"x-should-retry": "true", **FAST}), (200, completion("ok"))]
+    with stub_server(replies) as stub:
+        assert stub_client(stub, tmp_path / "b").chat(HI).attempts == 2
 
 
 def test_400_is_not_retried(tmp_path: Path) -> None:
-    sleeps: list[float] = []
     replies = [(400, error("bad request")), (200, completion("never"))]
     with stub_server(replies) as stub, pytest.raises(LLMError, match=r"1 attempt.*HTTP 400"):
-        stub_client(stub, tmp_path, sleeps).chat(HI)
-    assert len(stub.requests) == 1 and sleeps == []
+        stub_client(stub, tmp_path).chat(HI)
+    assert len(stub.requests) == 1
 
 
 def test_retries_are_bounded(tmp_path: Path) -> None:
-    sleeps: list[float] = []
     with (
-        stub_server([(503, error("unavailable"))]) as stub,
+        stub_server([(503, error("unavailable"), FAST)]) as stub,
         pytest.raises(LLMError, match=r"3 attempt.*HTTP 503"),
     ):
-        stub_client(stub, tmp_path, sleeps, max_retries=2).chat(HI)
-    assert len(stub.requests) == 3 and len(sleeps) == 2
+        stub_client(stub, tmp_path, max_retries=2).chat(HI)
+    assert len(stub.requests) == 3
+
+
+def test_dead_server_names_the_refused_connection(tmp_path: Path) -> None:
+    client = ChatClient("stub-model", dead_url(), cache_path=tmp_path / "c.sqlite", max_retries=1)
+    with pytest.raises(LLMError, match=r"2 attempt.*APIConnectionError.*Connection refused"):
+        client.chat(HI)
+    assert client.usage.calls == 0
 
 
 def test_failures_are_not_cached(tmp_path: Path) -> None:
-    sleeps: list[float] = []
     with stub_server([(400, error("bad")), (200, completion("ok now"))]) as stub:
-        client = stub_client(stub, tmp_path, sleeps)
+        client = stub_client(stub, tmp_path)
         with pytest.raises(LLMError):
             client.chat(HI)
         assert client.chat(HI).text == "ok now"
+
+
+def test_a_call_that_failed_while_the_server_was_down_calls_again(tmp_path: Path) -> None:
+    other = [{"role": "user", "content": "Say bye."}]
+    with stub_server([(200, completion("hello"))], die_after=1) as stub:
+        client = stub_client(stub, tmp_path, max_retries=1)
+        assert client.chat(HI).text == "hello"
+        with pytest.raises(LLMError, match="APIConnectionError"):
+            client.chat(other)  # the server died after one answer
+    assert len(client.cache) == 1
+    with stub_server([(200, completion("bye"))]) as back:  # restarted (another port)
+        again = stub_client(back, tmp_path)
+        fresh = again.chat(other)
+        assert fresh.text == "bye" and not fresh.cached and fresh.attempts == 1
+        assert again.chat(HI).cached  # the earlier success stays cached
+    assert len(back.requests) == 1
 
 
 # --------------------------------------------------------------------------- structured output
@@ -200,7 +263,7 @@ def test_structured_repairs_once(tmp_path: Path) -> None:
         (200, completion(GOOD_JSON)),
     ]
     with stub_server(replies) as stub:
-        client = stub_client(stub, tmp_path, [])
+        client = stub_client(stub, tmp_path)
         res = client.structured(HI, parse_memory_answer)
     assert res.status == "repaired" and res.ok
     assert res.value is not None and res.value.in_scope is True
@@ -213,7 +276,7 @@ def test_structured_repairs_once(tmp_path: Path) -> None:
 
 def test_structured_gives_up_after_one_repair_without_raising(tmp_path: Path) -> None:
     with stub_server([(200, completion("I think the answer is Paris."))]) as stub:
-        client = stub_client(stub, tmp_path, [])
+        client = stub_client(stub, tmp_path)
         res = client.structured(HI, parse_memory_answer)
         no_repair = client.structured(
             [{"role": "user", "content": "again"}], parse_memory_answer, repair=False

@@ -2,9 +2,11 @@
 
 - `LocalLlamaServer` runs `llama_cpp.server` (OpenAI-compatible) on the bundled SmolLM2-135M GGUF,
   so the whole pipeline runs offline with the same client code as production;
-- `ChatClient` wraps `openai.OpenAI` with its own bounded retries (429 / 5xx / connection errors,
-  exponential backoff with jitter), a disk cache (a re-run costs nothing and gives identical text)
-  and a usage accumulator for accounting;
+- `ChatClient` wraps `openai.OpenAI` with the SDK's own bounded retries (408 / 409 / 429 / 5xx,
+  connection errors and timeouts; `retry-after-ms`, `Retry-After` in seconds or as a date, and
+  `x-should-retry` honoured), counts the HTTP attempts of every call, keeps a disk cache of
+  successful calls only (a re-run costs nothing and gives identical text; a failed call is
+  never cached, so a retry after an outage calls again) and a usage accumulator;
 - `ChatClient.from_env` picks OpenRouter or another OpenAI-compatible endpoint from the environment;
 - `parse_memory_answer` and `ChatClient.structured` turn model output into a typed `MemoryAnswer`,
   with one repair round-trip; bad model output is recorded, never raised.
@@ -19,7 +21,6 @@ import contextlib
 import importlib.resources
 import json
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -297,46 +298,6 @@ class StructuredResult(Generic[T]):
         return self.value is not None
 
 
-def _retryable(exc: BaseException) -> bool:
-    """429, 5xx, connection failures and timeouts are worth another try; other errors are not."""
-    if isinstance(exc, openai_errors().retryable):
-        return True
-    status = getattr(exc, "status_code", None)
-    return isinstance(status, int) and status >= 500
-
-
-@dataclass(frozen=True)
-class _OpenAIErrors:
-    """The SDK exceptions worth a retry, and the SDK's base exception."""
-
-    retryable: tuple[type[BaseException], ...]
-    api: type[BaseException]
-
-
-def openai_errors() -> _OpenAIErrors:
-    """The SDK's exception classes (imported lazily, so importing citegate stays cheap)."""
-    import openai
-
-    return _OpenAIErrors(
-        retryable=(
-            openai.RateLimitError,
-            openai.InternalServerError,
-            openai.APIConnectionError,  # includes APITimeoutError
-        ),
-        api=openai.OpenAIError,
-    )
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    """Seconds a `Retry-After` header asks for, if the error carries a response with one."""
-    response = getattr(exc, "response", None)
-    value = getattr(response, "headers", {}).get("retry-after") if response is not None else None
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
 def url_kind(base_url: str | None) -> str:
     """'local' for a loopback server (any port: same model, same answers), else 'remote'."""
     host = urlparse(base_url).hostname if base_url else None
@@ -344,12 +305,15 @@ def url_kind(base_url: str | None) -> str:
 
 
 class ChatClient:
-    """Chat completions through `openai.OpenAI`, with our own retries, a disk cache and usage totals.
+    """Chat completions through `openai.OpenAI`, with the SDK's retries, a disk cache and usage
+    totals.
 
-    The SDK's own retries are off (`max_retries=0`) so that attempts are counted and backoff is
-    ours: exponential from `backoff_s`, capped at `max_backoff_s`, plus up to 25 % jitter, and
-    never shorter than a `Retry-After` header asks (within the cap). Only 429, 5xx, connection
-    errors and timeouts are retried; any other 4xx fails at once. `sleep` is injectable for tests.
+    Retries are the SDK's (`max_retries` per call): it retries 408, 409, 429, 5xx, connection
+    errors and timeouts, honours `retry-after-ms` and `Retry-After` (seconds or an HTTP date, up
+    to two minutes) and `x-should-retry: true|false`, and otherwise backs off exponentially from
+    0.5 s (capped at 8 s, up to 25 % jitter); any other 4xx fails at once. An httpx request hook
+    counts the attempts each call made, so `ChatResult.attempts` and the error of a failed call
+    still say how many requests were sent.
     """
 
     def __init__(
@@ -360,10 +324,6 @@ class ChatClient:
         timeout: float = 60,
         max_retries: int = 3,
         cache_path: Path | None = None,
-        *,
-        backoff_s: float = 0.5,
-        max_backoff_s: float = 20.0,
-        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         import openai
 
@@ -372,16 +332,23 @@ class ChatClient:
         self.kind = url_kind(base_url)
         if api_key is None and self.kind == "local":
             api_key = LOCAL_API_KEY
+        self._attempts = threading.local()
+        http = openai.DefaultHttpxClient(event_hooks={"request": [self._count_attempt]})
         self.client = openai.OpenAI(
-            base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout
+            base_url=base_url,
+            api_key=api_key,
+            max_retries=max_retries,
+            timeout=timeout,
+            http_client=http,
         )
         self.max_retries = max_retries
-        self.backoff_s = backoff_s
-        self.max_backoff_s = max_backoff_s
-        self.sleep = sleep
         self.cache = DiskCache(cache_path or paths.cache_dir() / "llm.sqlite")
         self.usage = LLMUsage()
         self._lock = threading.Lock()
+
+    def _count_attempt(self, request: Any) -> None:
+        """httpx request hook: one more HTTP attempt by the call running on this thread."""
+        self._attempts.n = getattr(self._attempts, "n", 0) + 1
 
     def __repr__(self) -> str:
         return f"ChatClient(model={self.model!r}, kind={self.kind!r})"  # never the key
@@ -436,36 +403,32 @@ class ChatClient:
         return res
 
     def _call(self, messages: Sequence[Message], params: Mapping[str, Any]) -> ChatResult:
-        """The API call with retries; wall time covers every attempt and backoff."""
+        """The API call (the SDK retries); wall time covers every attempt and backoff."""
+        import openai
+
         start = time.perf_counter()
         kwargs = {k: v for k, v in params.items() if v is not None}
-        for attempt in range(1, self.max_retries + 2):
-            try:
-                resp = self.client.chat.completions.create(
-                    model=self.model, messages=list(messages), **kwargs
-                )
-            except openai_errors().api as exc:
-                if not _retryable(exc) or attempt > self.max_retries:
-                    raise LLMError(self._describe(exc, attempt)) from exc
-                self.sleep(self._delay(attempt, exc))
-                continue
-            return self._result(resp, attempt, time.perf_counter() - start)
-        raise AssertionError("unreachable")  # pragma: no cover
+        self._attempts.n = 0
+        try:
+            resp = self.client.chat.completions.create(
+                model=self.model, messages=list(messages), **kwargs
+            )
+        except openai.OpenAIError as exc:
+            raise LLMError(self._describe(exc, self._attempts.n)) from exc
+        return self._result(resp, self._attempts.n, time.perf_counter() - start)
 
-    def _delay(self, attempt: int, exc: BaseException) -> float:
-        """Backoff before retry number `attempt`: exponential, jittered, honouring Retry-After."""
-        delay = self.backoff_s * 2 ** (attempt - 1)
-        delay = max(delay, _retry_after(exc) or 0.0)
-        delay = min(delay, self.max_backoff_s)
-        return delay * (1.0 + 0.25 * random.random())
-
-    def _describe(self, exc: BaseException, attempt: int) -> str:
-        """A scrubbed one-line reason for a failed call."""
+    def _describe(self, exc: BaseException, attempts: int) -> str:
+        """A scrubbed one-line reason for a failed call (a connection error names its cause,
+        e.g. "Connection refused", which the SDK's own message leaves out)."""
         status = getattr(exc, "status_code", None)
         what = f"HTTP {status}" if status else type(exc).__name__
+        detail = str(exc)
+        cause = exc.__cause__
+        if cause is not None and str(cause) and str(cause) not in detail:
+            detail = f"{detail} ({cause})"
         return scrub(
-            f"chat call to {self.model!r} ({self.kind}) failed after {attempt} attempt(s): "
-            f"{what}: {exc}"
+            f"chat call to {self.model!r} ({self.kind}) failed after {attempts} attempt(s): "
+            f"{what}: {detail}"
         )
 
     def _result(self, resp: Any, attempts: int, latency_s: float) -> ChatResult:
