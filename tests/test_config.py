@@ -51,3 +51,17 @@ def test_bad_yaml_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "c.yaml").write_text("pre_floor: [", encoding="utf-8")
     with pytest.raises(ConfigError, match="c.yaml"):
         load_config(tmp_path / "c.yaml")
+
+
+def test_missing_config_file_is_a_config_error_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.yaml"
+    with pytest.raises(ConfigError, match=r"missing\.yaml: cannot read the config file"):
+        load_config(missing)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path)  # a folder
+
+
+def test_null_pipeline_block_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text("pipeline:\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="c.yaml: expected a mapping"):
+        load_config(tmp_path / "c.yaml")

@@ -5,15 +5,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
 import yaml
 
+from citegate import metrics as M
 from citegate import promote as P
 from citegate.config import PipelineConfig, save_config
 from citegate.errors import ConfigError
-
-pytestmark = [pytest.mark.db]
+from citegate.promote_report import render
 
 
 @pytest.fixture()
@@ -48,6 +49,7 @@ def crafted_run(tmp_path: Path, **changes: object) -> str:
     return run.info.run_id
 
 
+@pytest.mark.db
 def test_accept_refuse_force_and_rollback(env: Path, tmp_path: Path) -> None:
     original = env.read_bytes()
     v0 = P.read_production(env)["version"]
@@ -59,6 +61,8 @@ def test_accept_refuse_force_and_rollback(env: Path, tmp_path: Path) -> None:
     assert doc["version"] == v0 + 1
     assert doc["pipeline"]["fallback_admission"] == 0.55
     assert doc["provenance"]["source_run"] and "recall_at_16" in doc["accepted_on"]
+    assert {"false_answer_rate.out_of_corpus", "gate_auroc.out_of_scope"} <= set(doc["accepted_on"])
+    assert "false_answer_rate" not in yaml.safe_load(env.read_text(encoding="utf-8"))["accepted_on"]
 
     harmful = P.promote(crafted_run(tmp_path, pre_floor=0.99))
     assert not harmful.accepted
@@ -83,6 +87,7 @@ def test_accept_refuse_force_and_rollback(env: Path, tmp_path: Path) -> None:
     assert original != after_first
 
 
+@pytest.mark.db
 def test_unknown_key_is_refused(env: Path) -> None:
     doc = yaml.safe_load(env.read_text(encoding="utf-8"))
     doc["pipeline"]["pre_flor"] = 0.2
@@ -91,6 +96,7 @@ def test_unknown_key_is_refused(env: Path) -> None:
         P.load_production_config(env)
 
 
+@pytest.mark.db
 def test_mismatched_embedder_is_refused(env: Path, demo: psycopg.Connection) -> None:
     doc = yaml.safe_load(env.read_text(encoding="utf-8"))
     assert P.load_production_config(env, demo).embedder == doc["pipeline"]["embedder"]
@@ -105,3 +111,171 @@ def test_guard_rules() -> None:
     assert lower.passes(0.11, 0.10) and not lower.passes(0.13, 0.10)
     higher = P.Guard("recall_at_16", "higher", 0.02)
     assert higher.passes(0.79, 0.80) and not higher.passes(0.77, 0.80)
+
+
+# ---------------------------------------------------------------- the pure metric step
+
+
+def _rows(
+    label: str, n: int, answered: int, score: float, lang: str = "en", tag: str = ""
+) -> list[P.EvalRow]:
+    """n rows of one label, the first `answered` answered; one group per row unless `tag`."""
+    gold = True if label == "answerable" else None
+    return [
+        P.EvalRow(label, lang, tag or f"{label}-{lang}-{i}", i < answered, score + i * 1e-3, gold)
+        for i in range(n)
+    ]
+
+
+def test_false_answer_rates_are_per_kind_not_pooled() -> None:
+    rows = (
+        _rows("answerable", 40, 30, 0.8)
+        + _rows("out_of_corpus", 40, 12, 0.7)
+        + _rows("out_of_scope", 160, 0, 0.2)
+    )
+    out = P.compute_metrics(rows, n_boot=20)
+    assert out["false_answer_rate.out_of_corpus"]["value"] == pytest.approx(0.3)
+    assert out["false_answer_rate.out_of_scope"]["value"] == 0.0
+    assert out["false_answer_rate.out_of_scope"]["high"] > 0  # Wilson: 0 of 160 is not a point
+    assert out["false_answer_rate.pooled"]["value"] == pytest.approx(12 / 200)
+    assert "false_answer_rate" not in out and "gate_auroc" not in out
+    assert out["answer_rate"]["value"] == 0.75 and out["answer_rate"]["n"] == 40
+    assert out["gate_auroc.out_of_scope"]["value"] == 1.0
+    assert out["gate_auroc.out_of_corpus"]["value"] == 1.0
+    _, guards = P.load_guards()
+    assert {g.metric for g in guards} <= set(out)  # every shipped guard is measured
+
+
+def test_metrics_per_language_are_reported() -> None:
+    rows = (
+        _rows("answerable", 10, 10, 0.8, "en")
+        + _rows("answerable", 10, 2, 0.8, "ru")
+        + _rows("out_of_corpus", 10, 5, 0.7, "ru")
+    )
+    out = P.compute_metrics(rows, n_boot=20)
+    assert out["answer_rate.en"]["value"] == 1.0 and out["answer_rate.ru"]["value"] == 0.2
+    assert out["false_answer_rate.out_of_corpus.ru"]["value"] == 0.5
+    assert "recall_at_16.ru" in out and "gate_auroc.out_of_scope" not in out
+    assert "language ru" in P.describe_metric("answer_rate.ru")
+
+
+def test_gate_auroc_interval_resamples_question_groups() -> None:
+    rng = np.random.default_rng(3)
+    rows = []
+    for g in range(30):  # 30 groups of 8 near-identical questions
+        label = "answerable" if g % 2 else "out_of_corpus"
+        base = rng.normal(0.6 + 0.05 * (g % 2), 0.05)
+        rows += [
+            P.EvalRow(label, "en", f"g{g}", True, base + rng.normal(0, 1e-4), None)
+            for _ in range(8)
+        ]
+    auc = P.compute_metrics(rows, n_boot=300)["gate_auroc.out_of_corpus"]
+    y = [r.label == "answerable" for r in rows]
+    scores = [r.max_score for r in rows]
+    clustered = M.auroc_ci(scores, y, n_boot=300, groups=[r.group for r in rows])
+    rowwise = M.auroc_ci(scores, y, n_boot=300)
+    assert (auc["low"], auc["high"]) == (clustered.lower, clustered.upper)
+    assert auc["high"] - auc["low"] > 1.5 * (rowwise.upper - rowwise.lower)
+
+
+def test_a_guard_on_an_unmeasured_metric_is_a_config_error() -> None:
+    measured = P.compute_metrics(_rows("answerable", 5, 3, 0.8) + _rows("out_of_corpus", 5, 1, 0.5))
+    guard = P.Guard("false_answer_rate.out_of_scope", "lower", 0.02)
+    with pytest.raises(ConfigError, match="false_answer_rate.out_of_scope.*not measured"):
+        P.decide([guard], measured, measured, False, "")
+
+
+@pytest.mark.parametrize(
+    ("metric", "message"),
+    [
+        ("false_answer_rate", "must name a kind of negative"),
+        ("gate_auroc", "must name a kind of negative"),
+        ("gate_auroc.out_of_corpse", "must name a kind of negative"),
+        ("precision", "unknown"),
+    ],
+)
+def test_guards_file_names_what_it_measures(tmp_path: Path, metric: str, message: str) -> None:
+    doc = yaml.safe_load(P.GUARDS.read_text(encoding="utf-8"))
+    doc["guards"].append({"metric": metric, "better": "lower", "tolerance": 0.1})
+    (tmp_path / "g.yaml").write_text(yaml.safe_dump(doc), encoding="utf-8")
+    with pytest.raises(ConfigError, match=message):
+        P.load_guards(tmp_path / "g.yaml")
+
+
+def test_summary_and_report_show_every_metric_with_what_it_is() -> None:
+    rows = _rows("answerable", 8, 6, 0.8) + _rows("out_of_corpus", 8, 2, 0.5)
+    rows += _rows("out_of_scope", 8, 0, 0.1)
+    measured = P.compute_metrics(rows, n_boot=20)
+    _, guards = P.load_guards()
+    accepted, results = P.decide(guards, measured, measured, False, "")
+    decision = P.Decision(accepted, False, "", [], measured, measured, results)
+    text = P.summary(decision)
+    assert "false_answer_rate.out_of_corpus " in text and "false_answer_rate.pooled" in text
+    assert "(reported, not guarded)" in text and "Wilson" in text
+    page = render(decision, {"source_run": "x"})
+    assert "share of out_of_corpus questions the gate answers" in page
+    assert "answerable vs out_of_scope" in page
+
+
+def test_a_new_production_file_holds_per_kind_names() -> None:
+    measured = P.compute_metrics(_rows("answerable", 5, 3, 0.8) + _rows("out_of_corpus", 5, 1, 0.5))
+    block = P.accepted_on_block(measured)
+    assert block["false_answer_rate.out_of_corpus"]["n"] == 5
+    text = P.render_production(PipelineConfig(), {"source_run": "x"}, block, 3)
+    assert "false_answer_rate.out_of_corpus:" in text
+
+
+# ---------------------------------------------------------------- reading the production file
+
+
+def _write(tmp_path: Path, **changes: object) -> Path:
+    doc = yaml.safe_load(P.PRODUCTION.read_text(encoding="utf-8"))
+    doc.update(changes)
+    for k in [k for k, v in changes.items() if v is _DROP]:
+        del doc[k]
+    path = tmp_path / "production.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    return path
+
+
+_DROP = object()
+
+
+def test_version_2_file_reads_with_pooled_names_made_explicit() -> None:
+    doc = P.read_production(P.PRODUCTION)
+    if (
+        "false_answer_rate"
+        in yaml.safe_load(P.PRODUCTION.read_text(encoding="utf-8"))["accepted_on"]
+    ):
+        assert "false_answer_rate.pooled" in doc["accepted_on"]
+        assert "gate_auroc.pooled" in doc["accepted_on"]
+    assert "false_answer_rate" not in doc["accepted_on"] and "gate_auroc" not in doc["accepted_on"]
+    legacy = {"false_answer_rate": 1, "gate_auroc": 2, "recall_at_16": 3}
+    assert P.accepted_metrics(legacy) == {
+        "false_answer_rate.pooled": 1,
+        "gate_auroc.pooled": 2,
+        "recall_at_16": 3,
+    }
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"pipelines": {"pre_floor": 0.2}}, r"unknown top-level key\(s\) \['pipelines'\]"),
+        ({"version": "two"}, "version must be a positive integer, got 'two'"),
+        ({"version": 0}, "version must be a positive integer"),
+        ({"version": True}, "version must be a positive integer"),
+        ({"pipeline": {}}, "pipeline must be a non-empty mapping"),
+        ({"pipeline": None}, "pipeline must be a non-empty mapping"),
+        ({"provenance": _DROP}, r"missing key\(s\) \['provenance'\]"),
+    ],
+)
+def test_production_file_refuses_what_it_cannot_mean(
+    tmp_path: Path, changes: dict, message: str
+) -> None:
+    path = _write(tmp_path, **changes)
+    with pytest.raises(ConfigError, match=message) as err:
+        P.read_production(path)
+    assert str(path) in str(err.value)
+    with pytest.raises(ConfigError, match=message):
+        P.load_production_config(path)  # refused before any database is touched

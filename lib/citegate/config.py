@@ -167,9 +167,17 @@ def _coerce(key: str, value: Any, source: str) -> Any:
 
 
 def load_config(path: Path) -> PipelineConfig:
-    """Read a YAML file holding a `PipelineConfig` (optionally under a `pipeline:` key)."""
+    """Read a YAML file holding a `PipelineConfig` (optionally under a `pipeline:` key).
+
+    A missing or unreadable file, invalid YAML or a non-mapping is a ConfigError naming the path.
+    """
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(f"{path}: cannot read the config file: {reason}") from exc
+    try:
+        data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     if isinstance(data, dict) and "pipeline" in data:

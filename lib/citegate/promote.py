@@ -23,9 +23,11 @@ from typing import Any
 import numpy as np
 import yaml
 
+from citegate import metrics as M
 from citegate import paths
 from citegate.config import PipelineConfig, load_config
 from citegate.errors import ConfigError
+from citegate.questions import LABELS
 
 PRODUCTION = paths.EXPERIMENTS / "production.yaml"
 GUARDS = paths.EXPERIMENTS / "guards.yaml"
@@ -39,17 +41,61 @@ FILE_HEADER = (
 # ---------------------------------------------------------------- the production file
 
 
+TOP_LEVEL_KEYS = ("version", "pipeline", "provenance", "accepted_on")
+# Names a version-2 file used for metrics that pooled every kind of negative; read as the
+# explicit pooled names so nobody mistakes them for the per-kind guards of later versions.
+LEGACY_METRICS = {
+    "false_answer_rate": "false_answer_rate.pooled",
+    "gate_auroc": "gate_auroc.pooled",
+}
+
+
 def read_production(path: Path | None = None) -> dict[str, Any]:
-    """The production document: {version, pipeline, provenance, accepted_on}."""
+    """The production document: {version, pipeline, provenance, accepted_on}, validated.
+
+    Refused with a ConfigError naming the file and key: unknown top-level keys, a version that
+    is not a positive integer, a pipeline that is not a non-empty mapping (an empty one would
+    silently mean the design defaults), a missing provenance. `accepted_on` metric names of
+    version-2 files are renamed to their explicit pooled names (`LEGACY_METRICS`).
+    """
     path = Path(path or PRODUCTION)
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: cannot read the production config: {exc}") from exc
-    if not isinstance(doc, dict) or not {"version", "pipeline", "provenance"} <= set(doc):
-        raise ConfigError(f"{path}: needs version, pipeline and provenance")
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{path}: expected a mapping with keys {list(TOP_LEVEL_KEYS)}")
+    _check_document(doc, path)
     PipelineConfig.from_dict(doc["pipeline"], source=f"{path}: pipeline")
-    return doc
+    return {**doc, "accepted_on": accepted_metrics(doc.get("accepted_on") or {})}
+
+
+def _check_document(doc: dict[str, Any], path: Path) -> None:
+    """Raise a ConfigError naming the first key of the production file that is wrong."""
+    unknown = sorted(map(str, set(doc) - set(TOP_LEVEL_KEYS)))
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown top-level key(s) {unknown}; known: {list(TOP_LEVEL_KEYS)}"
+        )
+    missing = [k for k in ("version", "pipeline", "provenance") if k not in doc]
+    if missing:
+        raise ConfigError(f"{path}: missing key(s) {missing}")
+    version = doc["version"]
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ConfigError(f"{path}: version must be a positive integer, got {version!r}")
+    if not isinstance(doc["pipeline"], dict) or not doc["pipeline"]:
+        raise ConfigError(
+            f"{path}: pipeline must be a non-empty mapping of config keys, got {doc['pipeline']!r}"
+        )
+    if not isinstance(doc["provenance"], dict):
+        raise ConfigError(f"{path}: provenance must be a mapping, got {doc['provenance']!r}")
+    if doc.get("accepted_on") is not None and not isinstance(doc["accepted_on"], dict):
+        raise ConfigError(f"{path}: accepted_on must be a mapping of metric names")
+
+
+def accepted_metrics(accepted_on: dict[str, Any]) -> dict[str, Any]:
+    """`accepted_on` with legacy pooled metric names replaced by their explicit names."""
+    return {LEGACY_METRICS.get(k, k): v for k, v in accepted_on.items()}
 
 
 def corpus_embedders(conn: Any, corpora: tuple[str, ...]) -> set[str]:
@@ -111,6 +157,10 @@ def format_diff(changes: list[tuple[str, Any, Any]]) -> str:
 # ---------------------------------------------------------------- guard metrics
 
 
+NEGATIVE_KINDS = tuple(label for label in LABELS if label != "answerable")
+METRIC_BASES = ("false_answer_rate", "answer_rate", "recall_at_16", "gate_auroc")
+
+
 @dataclass(frozen=True)
 class Guard:
     """A metric that must not get worse by more than `tolerance` (direction: higher or lower)."""
@@ -128,12 +178,134 @@ class Guard:
 
 def load_guards(path: Path | None = None) -> tuple[dict[str, Any], list[Guard]]:
     """The evaluation settings and guard metrics declared in `experiments/guards.yaml`."""
-    doc = yaml.safe_load(Path(path or GUARDS).read_text(encoding="utf-8"))
-    guards = [Guard(g["metric"], g["better"], float(g["tolerance"])) for g in doc["guards"]]
+    path = Path(path or GUARDS)
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        evaluation = doc["evaluation"]
+        guards = [Guard(g["metric"], g["better"], float(g["tolerance"])) for g in doc["guards"]]
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read the guards: {exc}") from exc
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"{path}: needs `evaluation` and `guards` (each with metric, better, tolerance): "
+            f"{exc!r}"
+        ) from exc
     bad = [g.metric for g in guards if g.better not in ("higher", "lower")]
     if bad:
-        raise ConfigError(f"{path or GUARDS}: 'better' must be higher or lower for {bad}")
-    return doc["evaluation"], guards
+        raise ConfigError(f"{path}: 'better' must be higher or lower for {bad}")
+    for g in guards:
+        _check_guard_name(g.metric, path)
+    return evaluation, guards
+
+
+def _check_guard_name(metric: str, path: Path) -> None:
+    """A guard names a metric `evaluate` can produce: a known base, a per-kind one where needed."""
+    base, _, suffix = metric.partition(".")
+    if base not in METRIC_BASES:
+        raise ConfigError(
+            f"{path}: guard metric {metric!r} is unknown; bases: {list(METRIC_BASES)}"
+        )
+    kind = suffix.partition(".")[0]
+    if base in ("false_answer_rate", "gate_auroc") and kind not in (*NEGATIVE_KINDS, "pooled"):
+        kinds = ", ".join(f"{base}.{k}" for k in NEGATIVE_KINDS)
+        raise ConfigError(
+            f"{path}: guard metric {metric!r} must name a kind of negative ({kinds}); "
+            "pooling the kinds mixes easy and hard negatives"
+        )
+
+
+@dataclass(frozen=True)
+class EvalRow:
+    """One test question replayed under a config: what the guard metrics are computed from."""
+
+    label: str  # answerable | out_of_corpus | out_of_scope
+    language: str
+    group: str  # questions of one group (verse, article) are resampled together
+    answered: bool  # the gate's decision was "answer"
+    max_score: float  # the gate signal (max cosine of the final notes)
+    gold_hit: bool | None  # a gold fragment is among the final notes; None without gold
+
+
+def describe_metric(name: str) -> str:
+    """What a metric `compute_metrics` produces measures, in one phrase."""
+    base, _, rest = name.partition(".")
+    kind, _, lang = rest.partition(".")
+    if base == "false_answer_rate":
+        what = "all unanswerable kinds pooled" if kind == "pooled" else kind
+        text = f"share of {what} questions the gate answers"
+    elif base == "gate_auroc":
+        what = "all unanswerable kinds pooled" if kind == "pooled" else kind
+        text = f"AUROC of max cosine, answerable vs {what} (question groups resampled)"
+    elif base == "answer_rate":
+        text, lang = "share of answerable questions the gate answers", kind
+    elif base == "recall_at_16":
+        text = "share of answerable questions with a gold fragment among the final notes"
+        lang = kind
+    else:
+        return name
+    return f"{text}, language {lang}" if lang else text
+
+
+def compute_metrics(
+    rows: list[EvalRow], n_boot: int = 500, seed: int = 0, alpha: float = 0.05
+) -> dict[str, dict[str, float]]:
+    """Guard and reported metrics of replayed questions: metric -> {value, low, high, n}.
+
+    Rates (Wilson intervals): `answer_rate`, `recall_at_16`, `false_answer_rate.<kind>` per kind
+    of negative, and each per language (`answer_rate.en`, `false_answer_rate.out_of_corpus.ru`).
+    AUROC of max cosine (cluster bootstrap over question groups, as notebook 03):
+    `gate_auroc.<kind>`. Both also pooled over the kinds (`.pooled`, reported for comparison
+    with version-2 files whose names meant that). A metric without observations is absent.
+    """
+    out: dict[str, dict[str, float]] = {}
+    pos = [r for r in rows if r.label == "answerable"]
+    _add_rate(out, "answer_rate", [r.answered for r in pos], alpha)
+    _add_rate(out, "recall_at_16", [r.gold_hit for r in pos if r.gold_hit is not None], alpha)
+    for lang in sorted({r.language for r in pos}):
+        mine = [r for r in pos if r.language == lang]
+        _add_rate(out, f"answer_rate.{lang}", [r.answered for r in mine], alpha)
+        hits = [r.gold_hit for r in mine if r.gold_hit is not None]
+        _add_rate(out, f"recall_at_16.{lang}", hits, alpha)
+    kinds = sorted({r.label for r in rows} - {"answerable"})
+    negatives = {k: [r for r in rows if r.label == k] for k in kinds}
+    if len(kinds) > 1:
+        negatives["pooled"] = [r for r in rows if r.label != "answerable"]
+    for kind, neg in negatives.items():
+        _add_rate(out, f"false_answer_rate.{kind}", [r.answered for r in neg], alpha)
+        if kind != "pooled":
+            for lang in sorted({r.language for r in neg}):
+                flags = [r.answered for r in neg if r.language == lang]
+                _add_rate(out, f"false_answer_rate.{kind}.{lang}", flags, alpha)
+        _add_auroc(out, f"gate_auroc.{kind}", pos + neg, n_boot, seed, alpha)
+    return out
+
+
+def _add_rate(out: dict[str, dict[str, float]], name: str, flags: list[bool], alpha: float) -> None:
+    if flags:
+        rate, lo, hi = M.rate_ci(np.array(flags, dtype=bool), alpha=alpha)
+        out[name] = {"value": rate, "low": lo, "high": hi, "n": float(len(flags))}
+
+
+def _add_auroc(
+    out: dict[str, dict[str, float]],
+    name: str,
+    rows: list[EvalRow],
+    n_boot: int,
+    seed: int,
+    alpha: float,
+) -> None:
+    y = np.array([r.label == "answerable" for r in rows], dtype=int)
+    if not 0 < y.sum() < len(y):
+        return
+    auc = M.auroc_ci(
+        [r.max_score for r in rows],
+        y,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+        groups=[r.group for r in rows],
+    )
+    out[name] = {"value": auc.auroc, "low": auc.lower, "high": auc.upper, "n": float(len(y))}
 
 
 def evaluate(
@@ -142,8 +314,7 @@ def evaluate(
     n_boot: int = 500,
 ) -> dict[str, dict[str, float]]:
     """Guard metrics of a config on the test split (cached traces; replay where possible):
-    metric -> {value, low, high}."""
-    from citegate import metrics as M
+    metric -> {value, low, high, n} (see `compute_metrics`)."""
     from citegate.study import load_study
 
     study = load_study(
@@ -160,34 +331,11 @@ def evaluate(
         for q in s.questions:
             r = res[q.id]
             gold = set(s.gold.get(q.id, ()))
+            hit = any(c.fragment_id in gold for c in r.notes) if gold else None
             rows.append(
-                (
-                    q.label,
-                    r.decision == "answer",
-                    r.max_score,
-                    any(c.fragment_id in gold for c in r.notes) if gold else None,
-                )
+                EvalRow(q.label, q.language, q.group, r.decision == "answer", r.max_score, hit)
             )
-    labels = np.array([r[0] for r in rows])
-    answered = np.array([r[1] for r in rows])
-    neg, pos = labels != "answerable", labels == "answerable"
-    hits = [r[3] for r in rows if r[3] is not None]
-    y = pos[pos | neg].astype(int)
-    out = {
-        "false_answer_rate": _rate(answered[neg], n_boot),
-        "answer_rate": _rate(answered[pos], n_boot),
-        "recall_at_16": _rate(np.array(hits, dtype=bool), n_boot),
-    }
-    auc = M.auroc_ci(np.array([r[2] for r in rows])[pos | neg], y, n_boot=n_boot)
-    out["gate_auroc"] = {"value": auc.auroc, "low": auc.lower, "high": auc.upper}
-    return out
-
-
-def _rate(flags: np.ndarray, n_boot: int) -> dict[str, float]:
-    from citegate.metrics import bootstrap_rate_ci
-
-    rate, lo, hi = bootstrap_rate_ci(list(map(bool, flags)), n_boot=n_boot)
-    return {"value": rate, "low": lo, "high": hi}
+    return compute_metrics(rows, n_boot=n_boot)
 
 
 # ---------------------------------------------------------------- decision and recording
@@ -214,6 +362,13 @@ def decide(
     reason: str,
 ) -> tuple[bool, list[tuple[Guard, bool]]]:
     """Accept when every guard passes, or when forced (a reason is then mandatory)."""
+    for g in guards:
+        for side, vals in (("candidate", cand), ("production", prod)):
+            if g.metric not in vals:
+                raise ConfigError(
+                    f"guard metric {g.metric!r} was not measured for the {side} "
+                    f"(no such questions in the evaluation sets?); measured: {sorted(vals)}"
+                )
     results = [(g, g.passes(cand[g.metric]["value"], prod[g.metric]["value"])) for g in guards]
     if force and not reason.strip():
         raise ConfigError("--force needs --reason: a forced promotion must say why")
@@ -374,6 +529,19 @@ def promote(
     return decision
 
 
+def accepted_on_block(measured: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """The `accepted_on` block of a new production file: every measured metric under its own
+    (per-kind) name, with its 95% interval and the number of questions behind it."""
+    return {
+        m: {
+            "value": round(v["value"], 4),
+            "ci95": [round(v["low"], 4), round(v["high"], 4)],
+            "n": int(v["n"]),
+        }
+        for m, v in measured.items()
+    }
+
+
 def _record(decision: Decision, cfg: PipelineConfig, facts: dict[str, Any], version: int) -> None:
     from citegate.promote_report import render
 
@@ -386,10 +554,7 @@ def _record(decision: Decision, cfg: PipelineConfig, facts: dict[str, Any], vers
         "forced": decision.forced,
         "reason": decision.reason or "passed all guards",
     }
-    accepted_on = {
-        m: {"value": round(v["value"], 4), "ci95": [round(v["low"], 4), round(v["high"], 4)]}
-        for m, v in decision.candidate.items()
-    }
+    accepted_on = accepted_on_block(decision.candidate)
     text = render_production(cfg, provenance, accepted_on, version)
     report = render(decision, facts)
     tags = {
@@ -443,34 +608,46 @@ def _write_report(report: str, kind: str) -> Path:
 
 
 def summary(decision: Decision) -> str:
-    """The diff, the guard table and the decision, for the terminal."""
+    """The diff, the guard table (then every reported metric) and the decision, for the terminal."""
+    names = [g.metric for g, _ in decision.guards] + reported_metrics(decision)
+    width = max([len("metric"), *map(len, names)])
     lines = [
         "config changes (production → candidate):",
         format_diff(decision.changes),
         "",
-        f"{'guard':<20} {'production':>22} {'candidate':>22}  result",
+        f"{'metric':<{width}} {'production':>28} {'candidate':>28}  result",
     ]
     for g, ok in decision.guards:
         p, c = decision.production[g.metric], decision.candidate[g.metric]
         lines.append(
-            f"{g.metric:<20} {_ci(p):>22} {_ci(c):>22}  "
+            f"{g.metric:<{width}} {_ci(p):>28} {_ci(c):>28}  "
             f"{'OK' if ok else 'WORSE'} ({g.better} is better, tol {g.tolerance})"
         )
-    guarded = {g.metric for g, _ in decision.guards}
-    for m in sorted(set(decision.candidate) - guarded):
-        lines.append(
-            f"{m:<20} {_ci(decision.production[m]):>22} "
-            f"{_ci(decision.candidate[m]):>22}  (reported, not guarded)"
-        )
+    for m in reported_metrics(decision):
+        p, c = decision.production.get(m), decision.candidate.get(m)
+        lines.append(f"{m:<{width}} {_ci(p):>28} {_ci(c):>28}  (reported, not guarded)")
     verdict = "ACCEPTED" if decision.accepted else "REFUSED"
     if decision.forced:
         verdict += f" (forced: {decision.reason})"
-    lines += ["", f"decision: {verdict}"]
+    lines += [
+        "",
+        "rates: Wilson 95% intervals; gate_auroc: 95% bootstrap over question groups; n in ()",
+        f"decision: {verdict}",
+    ]
     return "\n".join(lines)
 
 
-def _ci(v: dict[str, float]) -> str:
-    return f"{v['value']:.3f} [{v['low']:.3f}, {v['high']:.3f}]"
+def reported_metrics(decision: Decision) -> list[str]:
+    """Metrics either side measured that no guard covers, sorted."""
+    guarded = {g.metric for g, _ in decision.guards}
+    return sorted((set(decision.candidate) | set(decision.production)) - guarded)
+
+
+def _ci(v: dict[str, float] | None) -> str:
+    if v is None:
+        return "(not measured)"
+    n = f" ({int(v['n'])})" if "n" in v else ""
+    return f"{v['value']:.3f} [{v['low']:.3f}, {v['high']:.3f}]{n}"
 
 
 def as_json(decision: Decision) -> str:

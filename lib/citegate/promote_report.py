@@ -8,6 +8,8 @@ import html
 import io
 from typing import Any
 
+from citegate.promote import describe_metric, reported_metrics
+
 
 def _figure(decision: Any) -> str:
     import matplotlib
@@ -29,7 +31,9 @@ def _figure(decision: Any) -> str:
         ax.errorbar(v, y, xerr=err, fmt="o", color=color, label=side, capsize=3)
     ax.set_yticks(range(len(metrics)), metrics)
     ax.set_xlim(-0.02, 1.02)
-    ax.set_xlabel("value (95% bootstrap CI), test split")
+    ax.set_xlabel(
+        "value (95% CI: Wilson for rates, question-group bootstrap for AUROC), test split"
+    )
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -37,6 +41,23 @@ def _figure(decision: Any) -> str:
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode()
+
+
+def _cell(v: dict[str, float] | None) -> str:
+    if v is None:
+        return "not measured"
+    n = f" (n={int(v['n'])})" if "n" in v else ""
+    return f"{v['value']:.3f} [{v['low']:.3f}, {v['high']:.3f}]{n}"
+
+
+def _metric_row(
+    name: str, rule: str, prod: dict[str, float] | None, cand: dict[str, float] | None, result: str
+) -> str:
+    esc = html.escape
+    return (
+        f"<tr><td>{esc(name)}</td><td>{esc(describe_metric(name))}</td><td>{esc(rule)}</td>"
+        f"<td>{_cell(prod)}</td><td>{_cell(cand)}</td><td>{result}</td></tr>"
+    )
 
 
 def render(decision: Any, facts: dict[str, Any]) -> str:
@@ -54,20 +75,20 @@ def render(decision: Any, facts: dict[str, Any]) -> str:
     )
     guard_rows = ""
     for g, ok in decision.guards:
-        p, c = decision.production[g.metric], decision.candidate[g.metric]
-        guard_rows += (
-            f"<tr><td>{esc(g.metric)}</td><td>{g.better} is better, tol {g.tolerance}</td>"
-            f"<td>{p['value']:.3f} [{p['low']:.3f}, {p['high']:.3f}]</td>"
-            f"<td>{c['value']:.3f} [{c['low']:.3f}, {c['high']:.3f}]</td>"
-            f"<td>{'OK' if ok else 'WORSE'}</td></tr>"
+        guard_rows += _metric_row(
+            g.metric,
+            f"{g.better} is better, tol {g.tolerance}",
+            decision.production[g.metric],
+            decision.candidate[g.metric],
+            "OK" if ok else "WORSE",
         )
-    guarded = {g.metric for g, _ in decision.guards}
-    for m in sorted(set(decision.candidate) - guarded):
-        p, c = decision.production[m], decision.candidate[m]
-        guard_rows += (
-            f"<tr><td>{esc(m)}</td><td>reported, not guarded</td>"
-            f"<td>{p['value']:.3f} [{p['low']:.3f}, {p['high']:.3f}]</td>"
-            f"<td>{c['value']:.3f} [{c['low']:.3f}, {c['high']:.3f}]</td><td></td></tr>"
+    for m in reported_metrics(decision):
+        guard_rows += _metric_row(
+            m,
+            "reported, not guarded",
+            decision.production.get(m),
+            decision.candidate.get(m),
+            "",
         )
     facts_rows = "".join(
         f"<tr><td>{esc(str(k))}</td><td>{esc(str(v))}</td></tr>" for k, v in facts.items()
@@ -83,10 +104,13 @@ img{{max-width:100%}}</style></head><body>
 <h2>What changes (production → candidate)</h2>
 <table><tr><th>key</th><th>production</th><th>candidate</th></tr>{diff_rows}</table>
 <h2>Guard metrics on the test split</h2>
-<p>Both configs replay the same cached retrieval traces of the test split; intervals are 95%
-bootstrap CIs. A candidate is accepted only if no guard is worse than production beyond its
-tolerance.</p>
-<table><tr><th>metric</th><th>rule</th><th>production</th><th>candidate</th><th>result</th></tr>
+<p>Both configs replay the same cached retrieval traces of the test split. Intervals are 95%:
+Wilson score intervals for rates, a bootstrap over question groups for AUROC; n is the number of
+questions behind each value. Every metric is measured per kind of negative (out_of_corpus: in
+scope but held out of the corpus; out_of_scope: off-topic). A candidate is accepted only if no
+guard is worse than production beyond its tolerance.</p>
+<table><tr><th>metric</th><th>what it measures</th><th>rule</th><th>production</th>
+<th>candidate</th><th>result</th></tr>
 {guard_rows}</table>
 <img src="data:image/png;base64,{_figure(decision)}" alt="guard metrics">
 <h2>Provenance of the candidate</h2><table>{facts_rows}</table>
