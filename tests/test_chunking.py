@@ -580,7 +580,26 @@ def test_window_many_tiny_segments_is_fast() -> None:
         ),
         ("So do I. Then we left.", ["So do I.", "Then we left."]),
         ("Wait... what? Really…  Yes!!", ["Wait...", "what?", "Really…", "Yes!!"]),
-        ('He said "Stop." Then (quietly.) left.', ['He said "Stop."', "Then (quietly.)", "left."]),
+        ('He said "Stop." Then (quietly.) left.', ['He said "Stop."', "Then (quietly.) left."]),
+        # a single '.' before a lowercase word, or an abbreviation-like token before a digit,
+        # continues the sentence
+        (
+            "We met at 3 p.m. on Monday. Then we left.",
+            ["We met at 3 p.m. on Monday.", "Then we left."],
+        ),
+        ("Apples, pears, etc. and so on. Done.", ["Apples, pears, etc. and so on.", "Done."]),
+        (
+            "Он родился в 1799 г. в Москве. Потом уехал.",
+            ["Он родился в 1799 г. в Москве.", "Потом уехал."],
+        ),
+        (
+            "See p. 5 and с. 12 there. He slept. 5 hours later: up.",
+            ["See p. 5 and с. 12 there.", "He slept.", "5 hours later: up."],
+        ),
+        (
+            "the soul is eternal [1]. the body changes [2].",
+            ["the soul is eternal [1].", "the body changes [2]."],
+        ),
         ("Line one.\nLine two.\n\nPara two.", ["Line one.", "Line two.", "Para two."]),
         (
             "А. С. Пушкин родился в Москве. Он писал стихи, т.е. был поэтом! Правда?",

@@ -135,6 +135,18 @@ def test_mid_sentence_tag_is_text_and_orphans_attach() -> None:
     ]
 
 
+def test_a_claim_keeps_the_marker_after_an_abbreviation() -> None:
+    claims = split_claims(
+        "Arjuna spoke at 3 p.m. on the field [1]. Krishna cited many sages, etc. and so on [2]. "
+        "Толстой родился в 1828 г. в Ясной Поляне [3] [SOURCED]."
+    )
+    assert [(c.text, c.markers, c.tag) for c in claims] == [
+        ("Arjuna spoke at 3 p.m. on the field.", ("1",), None),
+        ("Krishna cited many sages, etc. and so on.", ("2",), None),
+        ("Толстой родился в 1828 г. в Ясной Поляне.", ("3",), "SOURCED"),
+    ]
+
+
 # --------------------------------------------------------------------------- validation
 
 

@@ -450,13 +450,18 @@ def split_sentences(text: str) -> list[str]:
     """Split text into sentences, keeping final punctuation (and closing quotes) attached.
 
     Breaks after . ! ? … । ॥ (or runs of them) followed by whitespace, except after
-    common abbreviations (Mr., Dr., e.g., т.е., ...) and initials (J., А. С.), so that
-    citations quote whole sentences in Latin, Cyrillic and Devanagari text alike.
+    common abbreviations (Mr., Dr., e.g., т.е., ...) and initials (J., А. С.), and except
+    where a single '.' is followed by a lowercase word ("3 p.m. on Monday", "etc. and so on",
+    "1799 г. в Москве") or an abbreviation-like token by a digit ("p. 5", "с. 12"): those
+    continue the sentence. The one splitter of the package (text packing, citation claims),
+    so citations quote whole sentences in Latin, Cyrillic and Devanagari text alike.
     """
     sentences = []
     start = 0
     for match in _SENTENCE_END.finditer(text):
         if _is_abbreviation(text, match.start(), match.group()):
+            continue
+        if _continues(text, match.start(), match.group(), match.end()):
             continue
         sentence = text[start : match.end()].strip()
         if sentence:
@@ -468,6 +473,14 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
+def _token_before(text: str, punct_at: int) -> str:
+    """The word that ends at `punct_at` (opening quotes/brackets removed), '' after a space."""
+    before = text[max(0, punct_at - 32) : punct_at]
+    if not before or before[-1].isspace():
+        return ""
+    return before.split()[-1].lstrip(_TOKEN_OPENERS)
+
+
 def _is_abbreviation(text: str, punct_at: int, boundary: str) -> bool:
     """Whether a single '.' at `punct_at` ends an abbreviation or initial, not a sentence.
 
@@ -476,16 +489,31 @@ def _is_abbreviation(text: str, punct_at: int, boundary: str) -> bool:
     """
     if not boundary.startswith(".") or boundary[1:2] == ".":
         return False
-    before = text[max(0, punct_at - 32) : punct_at]
-    if not before or before[-1].isspace():
+    token = _token_before(text, punct_at)
+    if not token:
         return False
-    token = before.split()[-1].lstrip(_TOKEN_OPENERS)
     if token.lower() in _ABBREVIATIONS:
         return True
     if token == "I":
         return False
     parts = token.split(".")
     return all(len(part) == 1 and part.isalpha() and part.isupper() for part in parts)
+
+
+def _continues(text: str, punct_at: int, boundary: str, next_at: int) -> bool:
+    """Whether the text after a single '.' continues its sentence: the next word starts
+    lowercase, or a digit follows an abbreviation-like token (dotted like "p.m", or one or
+    two lowercase letters like "p", "г", "гг"). Scripts without case never continue here, nor
+    does a period right after a citation marker ("... [1]. the next claim")."""
+    if not boundary.startswith(".") or boundary[1:2] == "." or text[punct_at - 1 : punct_at] == "]":
+        return False
+    nxt = text[next_at : next_at + 1]
+    if nxt.islower():
+        return True
+    if not nxt.isdigit():
+        return False
+    token = _token_before(text, punct_at)
+    return "." in token or (len(token) <= 2 and token.isalpha() and token.islower())
 
 
 def pack_text(text: str, target_chars: int = 900, max_chars: int = 1_400) -> list[str]:
