@@ -13,6 +13,7 @@ from citegate.config import PipelineConfig
 from citegate.study import Study
 
 SCORES = ("cosine", "rerank", "rerank_minmax", "rerank_sigmoid", "cosine_minmax", "fusion")
+TIE = 0.005  # balanced-accuracy points below which two scores' losses count as the same
 
 
 def pairs(study: Study, cfg: PipelineConfig) -> pd.DataFrame:
@@ -152,7 +153,7 @@ def conclusion(table: pd.DataFrame, reranker_id: str) -> str:
     """Markdown conclusion computed from the table: which raw score can carry one threshold."""
     t = table.set_index("score")
     raw = t.loc[["cosine", "rerank"]]
-    winner = raw["loss vs oracle"].idxmin()
+    winner = str(raw["loss vs oracle"].idxmin())
     lines = [
         "## Conclusion",
         "",
@@ -168,14 +169,26 @@ def conclusion(table: pd.DataFrame, reranker_id: str) -> str:
             f"{r['pooled AUROC']:.3f} vs mean per-question AUROC "
             f"{r['mean per-question AUROC']:.3f}; ECE {r['ECE']:.3f}."
         )
-    lines.append(
-        f"- On this data **{winner}** loses less to per-question oracles, so it is the "
-        f"better carrier of an absolute threshold; the gap to the other is "
-        f"{abs(raw['loss vs oracle'].diff().iloc[-1]):.3f} balanced-accuracy points."
-    )
+    lines.append(_carrier_line(raw, winner))
     if reranker_id == "none":
         lines.append(
             "- The reranker is `none`, so the rerank score *is* the cosine: rerun with a "
             "real reranker (LTR, LLM or Voyage) for a meaningful comparison."
         )
     return "\n".join(lines)
+
+
+def _carrier_line(raw: pd.DataFrame, winner: str) -> str:
+    """Which raw score loses less to per-question oracles, or that neither does (a tie)."""
+    gap = abs(float(raw["loss vs oracle"].diff().iloc[-1]))
+    if gap < TIE:
+        return (
+            f"- On this data cosine and rerank lose the same to per-question oracles (gap "
+            f"{gap:.3f} balanced-accuracy points, under {TIE}): neither carries an absolute "
+            "threshold better."
+        )
+    return (
+        f"- On this data **{winner}** loses less to per-question oracles, so it is the "
+        f"better carrier of an absolute threshold; the gap to the other is "
+        f"{gap:.3f} balanced-accuracy points."
+    )

@@ -236,7 +236,8 @@ def headline(
 def conclusion(
     metrics: dict[str, float], overall: pd.DataFrame, low: float = 0.18, high: float = 0.45
 ) -> str:
-    """A Markdown conclusion whose every number comes from this run."""
+    """A Markdown conclusion whose every number comes from this run, and whose every claim
+    follows from those numbers."""
     lines = ["## Conclusion", ""]
     for name, g in overall.groupby("set"):
         at = g.set_index("floor")
@@ -257,14 +258,43 @@ def conclusion(
         lines.append(
             f"- Gold cosines with this embedder: 5th percentile {metrics['gold_cosine_p05']:.3f}, "
             f"minimum {metrics['gold_cosine_min']:.3f}. "
-            + (
-                "Both design floors sit below every gold fragment, so on this embedder neither "
-                "floor removes anything relevant; the floor must be re-derived per embedder."
-                if metrics["gold_cosine_min"] >= high
-                else "Some gold fragments sit below the higher floor: it costs recall here."
-            )
+            + _gold_floor_sentence(metrics["gold_cosine_min"], killed, overall, low, high)
         )
     return "\n".join(lines)
+
+
+def _gold_floor_sentence(
+    gold_min: float, killed: int, overall: pd.DataFrame, low: float, high: float
+) -> str:
+    """Where the floors sit relative to the gold cosines, and whether the higher one costs recall."""
+    if gold_min >= high:
+        return (
+            "Both floors sit at or below every retrieved gold fragment, so on this embedder "
+            "neither floor removes a relevant fragment."
+        )
+    where = (
+        f"Some gold fragments sit below even the {low:g} floor"
+        if gold_min < low
+        else f"Some gold fragments sit between {low:g} and {high:g}"
+    )
+    cost = _recall_cost(overall, low, high)
+    if cost > 0:
+        return f"{where}; the {high:g} floor costs up to {cost:.3f} recall here."
+    if killed:
+        return (
+            f"{where}; the {high:g} floor drops {killed} of them but costs no recall here "
+            "(another gold fragment of each question survives)."
+        )
+    return f"{where}; the {high:g} floor costs no recall here."
+
+
+def _recall_cost(overall: pd.DataFrame, low: float, high: float) -> float:
+    """The largest recall drop from the low to the high floor over the sets (0 when none)."""
+    drops = [
+        float(g.set_index("floor").loc[low, "recall"] - g.set_index("floor").loc[high, "recall"])
+        for _, g in overall.groupby("set")
+    ]
+    return max([0.0, *drops])
 
 
 def _first_floor_losing(g: pd.DataFrame, points: float) -> float | None:
