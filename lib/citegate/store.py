@@ -49,12 +49,9 @@ def stored_hashes(conn: psycopg.Connection, embedder_id: str, corpus: str) -> di
     return dict(rows.fetchall())
 
 
-def write_batch(
-    conn: psycopg.Connection, frags: Sequence[Fragment], vectors: np.ndarray, embedder_id: str
-) -> int:
-    """Upsert one batch in one transaction: all of it lands, or none of it. Returns rows written."""
-    dim = int(vectors.shape[1])
-    rows = [
+def _rows(frags: Sequence[Fragment], vectors: np.ndarray, embedder_id: str) -> list[tuple]:
+    dim = int(vectors.shape[1]) if len(frags) else 0
+    return [
         (
             f.key,
             f.corpus,
@@ -76,9 +73,66 @@ def write_batch(
         )
         for f, vec in zip(frags, vectors, strict=True)
     ]
-    with conn.transaction(), conn.cursor() as cur:
-        cur.executemany(UPSERT_SQL, rows)
+
+
+def _upsert(
+    conn: psycopg.Connection, frags: Sequence[Fragment], vectors: np.ndarray, eid: str
+) -> int:
+    if not frags:
+        return 0
+    with conn.cursor() as cur:
+        cur.executemany(UPSERT_SQL, _rows(frags, vectors, eid))
         return max(cur.rowcount, 0)
+
+
+def write_batch(
+    conn: psycopg.Connection, frags: Sequence[Fragment], vectors: np.ndarray, embedder_id: str
+) -> int:
+    """Upsert one batch in one transaction: all of it lands, or none of it. Returns rows written."""
+    with conn.transaction():
+        return _upsert(conn, frags, vectors, embedder_id)
+
+
+def write_sources(
+    conn: psycopg.Connection,
+    frags: Sequence[Fragment],
+    vectors: np.ndarray,
+    embedder_id: str,
+    corpus: str,
+    *,
+    origin: str | None,
+    delete: Sequence[str] = (),
+) -> tuple[int, int]:
+    """In ONE transaction: upsert whole sources' fragments, delete the `delete` keys of the corpus
+    and record where the corpus came from. Returns (rows written, rows deleted)."""
+    with conn.transaction():
+        written = _upsert(conn, frags, vectors, embedder_id)
+        deleted = 0
+        if delete:
+            deleted = conn.execute(
+                "DELETE FROM fragments WHERE embedder_id = %s AND corpus = %s AND frag_key = ANY(%s)",
+                (embedder_id, corpus, list(delete)),
+            ).rowcount
+        if origin is not None:
+            record_origin(conn, embedder_id, corpus, origin)
+        return written, max(deleted, 0)
+
+
+def record_origin(conn: psycopg.Connection, embedder_id: str, corpus: str, origin: str) -> None:
+    """Remember the source a corpus was ingested from (a built-in build or a resolved path)."""
+    conn.execute(
+        "INSERT INTO corpora (embedder_id, corpus, origin) VALUES (%s, %s, %s) "
+        "ON CONFLICT (embedder_id, corpus) DO UPDATE SET origin = EXCLUDED.origin, updated_at = now()",
+        (embedder_id, corpus, origin),
+    )
+
+
+def corpus_origin(conn: psycopg.Connection, embedder_id: str, corpus: str) -> str | None:
+    """The recorded origin of (embedder, corpus); None when it was never recorded."""
+    row = conn.execute(
+        "SELECT origin FROM corpora WHERE embedder_id = %s AND corpus = %s", (embedder_id, corpus)
+    ).fetchone()
+    return row[0] if row else None
 
 
 def delete_missing(conn: psycopg.Connection, embedder_id: str, corpus: str, keep: set[str]) -> int:
