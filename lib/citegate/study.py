@@ -1,7 +1,7 @@
 """Loading what every experiment needs: sampled question sets, cached traces, resolved gold.
 
-One call gives a notebook the shared retrieval pass (retrieved once per question set, corpus
-build, collection config and models; later runs read the trace cache and touch no model).
+One call gives a notebook the shared retrieval pass (retrieved once per question set, stored
+fragment set, collection config and models; later runs read the trace cache and touch no model).
 """
 
 from __future__ import annotations
