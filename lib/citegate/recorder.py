@@ -18,6 +18,7 @@ from citegate import paths
 METRICS_FILE = "metrics.json"
 DATASETS_FILE = "datasets.json"
 INFO_FILE = "info.json"
+CONFIG_FILE = "config.json"
 
 
 def run_dir_for(run_dir: str | None, name: str) -> Path:
@@ -61,17 +62,37 @@ class Recorder:
         frame.to_csv(self.run_dir / "tables" / f"{name}.csv", index=False)
         frame.to_parquet(self.run_dir / "tables" / f"{name}.parquet", index=False)
 
-    def dataset(self, name: str, digest: str, rows: int, source: str, build_id: str) -> None:
-        """Record a question set used by the run (logged as an MLflow dataset input)."""
-        entry = {
+    def dataset(
+        self,
+        name: str,
+        digest: str,
+        rows: int,
+        source: str,
+        build_id: str,
+        records: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Record a question set used by the run: its digest, the number of rows used, its source
+        and the corpus build searched. `records` (one dict per question used: id, label, language,
+        split...) makes the runner log a real MLflow dataset of those rows; without them it logs
+        only a tag, never a made-up frame."""
+        if records is not None and len(records) != rows:
+            raise ValueError(f"dataset {name}: rows={rows} but {len(records)} records")
+        entry: dict[str, Any] = {
             "name": name,
             "digest": digest,
             "rows": rows,
             "source": source,
             "build_id": build_id,
         }
+        if records is not None:
+            entry["records"] = [dict(r) for r in records]
         self.datasets = [d for d in self.datasets if d["name"] != name] + [entry]
         self._dump(DATASETS_FILE, self.datasets)
+
+    def config(self, cfg: dict[str, Any]) -> None:
+        """Record the pipeline config the run actually used (e.g. the corpora it searched); the
+        runner logs these as the run's `config.*` params instead of the spec's pipeline block."""
+        self._dump(CONFIG_FILE, dict(cfg))
 
     def note(self, **info: Any) -> None:
         """Record run facts for tags (model ids, corpus build ids, sample sizes)."""

@@ -24,7 +24,8 @@ def parse_sets(pairs: list[str]) -> dict[str, Any]:
 
 
 def dry_run(spec: Any, profile: str | None, overrides: dict[str, Any]) -> str:
-    """What would run: notebook, parameters, pipeline config, expectations."""
+    """What would run: notebook, parameters, pipeline config, expectations. The spec's parameters
+    were checked against the notebook when it was loaded; the overrides are checked here."""
     from citegate import paths
     from citegate.embed import default_embedder_id
 
@@ -35,6 +36,7 @@ def dry_run(spec: Any, profile: str | None, overrides: dict[str, Any]) -> str:
         f"  notebook  {spec.notebook}",
         f"  output    {paths.runs_dir() / spec.name}/<timestamp>-<run id>/",
         f"  profile   {profile or 'default'}",
+        f"  timeout   {spec.timeout_s:g} s per notebook cell",
         "  parameters:",
     ]
     lines += [f"    {k} = {v!r}" for k, v in params.items()]
@@ -65,8 +67,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"== {spec.name} ({args.profile or 'default'} profile)", flush=True)
         out = run_experiment(spec, profile=args.profile, overrides=overrides)
         print(f"   {out.status}  run {out.run_id}  report {out.run_dir / 'report.html'}")
-        if out.error:
-            print(f"   error: {out.error[:500]}", file=sys.stderr)
+        if out.error:  # in full: the notebook's exception class and message, each failed child
+            print(f"   error: {out.error}", file=sys.stderr)
         print(
             format_checks(out)
             if out.checks
