@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from llm_stub import Stub, completion, stub_server
+from llm_stub import Stub, completion, error, stub_server
 
 from citegate import fallback as F
 from citegate import fallback_study as fs
@@ -156,9 +156,7 @@ def test_models_not_available_are_skipped_with_a_reason(
 
 
 def client_for(stub: Stub, tmp_path: Path) -> ChatClient:
-    return ChatClient(
-        "stub-model", stub.base_url, cache_path=tmp_path / "llm.sqlite", sleep=lambda s: None
-    )
+    return ChatClient("stub-model", stub.base_url, cache_path=tmp_path / "llm.sqlite")
 
 
 def reply(obj: dict[str, Any] | str) -> tuple[int, dict[str, Any]]:
@@ -288,15 +286,45 @@ def test_fallback_switch_per_call_overrides_the_config(
     assert t.branch == "decline" and requests == []
 
 
-def test_a_failing_model_never_crashes_the_turn(
+DOWN = (500, error("server down"), {"x-should-retry": "false"})  # fails at once, no retries
+
+
+def test_a_failing_planner_is_a_model_error_not_an_insufficient_corpus(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    err = (400, {"error": {"message": "bad", "type": "stub_error", "code": None}})
     fake = FakeRetrieval("answer", notes=[cand(1, 0.8)])
-    t, _, _ = turn(monkeypatch, tmp_path, [err], fake, "Почему Арджуна не хочет сражаться?")
-    assert t.outline_status.startswith("llm_error") and t.branch == "fallback"
+    t, requests, _ = turn(monkeypatch, tmp_path, [DOWN], fake, "Почему Арджуна не хочет сражаться?")
+    assert t.outline_status.startswith("llm_error") and t.branch == "error"
+    assert not t.corpus_insufficient and "no theses" not in t.reason
+    assert t.model_error.startswith("outline planner: chat call") and "HTTP 500" in t.model_error
+    assert t.reason == f"model error ({t.model_error})"
+    assert t.fallback is None and len(requests) == 1  # the fallback is not asked
+    assert t.text == "" and t.disclaimer == ""
+
+
+def test_a_failing_fallback_call_is_a_model_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = FakeRetrieval("insufficient", hits=[cand(1, 0.9)])
+    t, requests, _ = turn(monkeypatch, tmp_path, [DOWN], fake)
+    assert t.branch == "error" and t.model_error.startswith("fallback: chat call")
     assert t.fallback is not None and t.fallback.status.startswith("llm_error")
-    assert t.text == F.paint(F.NO_ANSWER["ru"], "ru") and t.text.startswith(RU)
+    assert t.text == "" and t.probes == () and fake.calls == ["Who doubts Krishna?"]
+    assert len(requests) == 1
+
+
+def test_a_server_that_dies_mid_turn_is_a_model_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(F, "retrieve", FakeRetrieval("answer", notes=[cand(1, 0.8)]))
+    with stub_server([reply({"theses": []})], die_after=1) as stub:
+        client = ChatClient(
+            "stub-model", stub.base_url, cache_path=tmp_path / "c.sqlite", max_retries=0
+        )
+        t = F.answer_turn(None, "Who doubts?", PipelineConfig(), None, None, client)  # type: ignore[arg-type]
+    assert t.outline_status == "ok" and t.theses == ()  # the planner answered: nothing supports it
+    assert t.branch == "error" and "Connection" in t.model_error  # then the fallback's server died
+    assert t.model_error.startswith("fallback:")
 
 
 # --------------------------------------------------------------------------- the real local model

@@ -1,4 +1,9 @@
-"""`citegate ask`: one question through the production pipeline, printed for a person or as JSON."""
+"""`citegate ask`: one question through the production pipeline, printed for a person or as JSON.
+
+The question is checked first (`fallback.clean_question`: no empty, symbol-only or NUL-byte
+questions). With `--answer`, a model call that fails (server down, HTTP error) is reported as a
+model error and the command exits 2 (`ModelFailure`), never as an insufficient corpus.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from citegate.config import PipelineConfig, load_config
+from citegate.errors import ModelFailure
+from citegate.fallback import clean_question
 from citegate.retrieve import Candidate, RetrievalResult
 
 if TYPE_CHECKING:  # corpus fallback
@@ -59,8 +66,28 @@ def render_text(res: RetrievalResult, show_trace: bool = False) -> str:
     return "\n".join(lines)
 
 
-def to_json(res: RetrievalResult) -> str:
-    """Machine-readable result: notes, decision, rounds, timings."""
+def trace_rows(res: RetrievalResult) -> list[dict[str, object]]:
+    """Every candidate's fate, for `--trace --json`: id, kind, address, lanes, cosine, rerank
+    score, the round that found it and the stage that kept or dropped it (last round run)."""
+    stage = res.stage
+    return [
+        {
+            "fragment_id": c.fragment_id,
+            "kind": c.kind,
+            "address": where(c),
+            "lanes": list(c.lanes),
+            "score": c.score,
+            "rerank_score": c.rerank_score,
+            "round": c.round,
+            "stage": stage.get(c.fragment_id, ""),
+        }
+        for c in res.trace.candidates
+    ]
+
+
+def to_json(res: RetrievalResult, show_trace: bool = False) -> str:
+    """Machine-readable result: notes, decision, rounds, timings (and with `show_trace`, every
+    candidate's fate under "trace")."""
     notes = [
         {
             "fragment_id": c.fragment_id,
@@ -76,19 +103,18 @@ def to_json(res: RetrievalResult) -> str:
         for c in res.notes
     ]
     rounds = [{"round": r.round, **r.gate.__dict__} for r in res.rounds]
-    return json.dumps(
-        {
-            "question": res.trace.question,
-            "decision": res.decision,
-            "notes": notes,
-            "rounds": rounds,
-            "timings": res.trace.timings,
-            "embedder": res.trace.embedder_id,
-            "reranker": res.trace.reranker_id,
-        },
-        ensure_ascii=False,
-        indent=2,
-    )
+    data: dict[str, object] = {
+        "question": res.trace.question,
+        "decision": res.decision,
+        "notes": notes,
+        "rounds": rounds,
+        "timings": res.trace.timings,
+        "embedder": res.trace.embedder_id,
+        "reranker": res.trace.reranker_id,
+    }
+    if show_trace:
+        data["trace"] = trace_rows(res)
+    return json.dumps(data, ensure_ascii=False, indent=2)
 
 
 # --- corpus fallback: `citegate ask --answer` (see citegate.fallback) ----------------------------
@@ -97,9 +123,12 @@ def to_json(res: RetrievalResult) -> str:
 def render_turn(turn: Turn) -> str:
     """The branch taken (grounded / fallback / decline), why, what the user is shown, the
     painted disclaimer, probes, admitted citations and model usage."""
+    if turn.model_error:
+        why = f"  ({turn.reason})"
+    else:
+        why = f"  (corpus insufficient: {turn.reason})" if turn.corpus_insufficient else ""
     lines = [
-        f"branch: {turn.branch}"
-        + (f"  (corpus insufficient: {turn.reason})" if turn.corpus_insufficient else ""),
+        f"branch: {turn.branch}{why}",
         f"outline: {len(turn.theses)} theses ({turn.outline_status})",
     ]
     if turn.fallback is not None:
@@ -128,6 +157,7 @@ def turn_dict(turn: Turn) -> dict[str, object]:
         "branch": turn.branch,
         "corpus_insufficient": turn.corpus_insufficient,
         "reason": turn.reason,
+        "model_error": turn.model_error,
         "theses": list(turn.theses),
         "outline_status": turn.outline_status,
         "text": turn.text,
@@ -151,7 +181,8 @@ def turn_dict(turn: Turn) -> dict[str, object]:
 
 
 def cmd_answer(args: argparse.Namespace, cfg: PipelineConfig, emb: Embedder) -> int:
-    """The whole turn: retrieval, outline planner, and the fallback path on corpus_insufficient."""
+    """The whole turn: retrieval, outline planner, and the fallback path on corpus_insufficient.
+    The turn is printed either way; a failed model call then raises `ModelFailure` (exit 2)."""
     from citegate.db import connect
     from citegate.fallback import answer_turn, chat_client
     from citegate.rerank import make_reranker
@@ -164,10 +195,12 @@ def cmd_answer(args: argparse.Namespace, cfg: PipelineConfig, emb: Embedder) -> 
         )  # fmt: skip
     assert turn.retrieval is not None
     if args.json:
-        data = json.loads(to_json(turn.retrieval))
+        data = json.loads(to_json(turn.retrieval, args.trace))
         print(json.dumps({**data, "turn": turn_dict(turn)}, ensure_ascii=False, indent=2))
     else:
         print(render_text(turn.retrieval, args.trace) + "\n\n" + render_turn(turn))
+    if turn.model_error:
+        raise ModelFailure(f"model error, no answer: {turn.model_error}")
     return 0
 
 
@@ -183,8 +216,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from citegate.rerank import make_reranker
     from citegate.retrieve import retrieve
 
+    args.question = clean_question(args.question)
+    cfg = load_config(Path(args.config)) if args.config else None
     emb = default_embedder()
-    cfg = load_config(Path(args.config)) if args.config else PipelineConfig(embedder=emb.id)
+    cfg = cfg or PipelineConfig(embedder=emb.id)
     if args.corpus:
         cfg = cfg.replace(corpora=args.corpus)
     if args.answer or args.fallback is not None:  # corpus fallback
@@ -192,7 +227,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     with connect() as conn:
         planner = make_planner(cfg.planner)
         res = retrieve(conn, args.question, cfg, emb, make_reranker(cfg.reranker), planner)
-    print(to_json(res) if args.json else render_text(res, args.trace))
+    print(to_json(res, args.trace) if args.json else render_text(res, args.trace))
     return 0
 
 

@@ -12,7 +12,10 @@ Then, behind `enable_corpus_fallback` (a `PipelineConfig` field, overridable per
 - the disclaimer the user sees is painted by the server from a fixed per-language string,
   whatever the model wrote: models were seen to drop it (notebook 04 measures how often).
 
-Bad model output and failed model calls are recorded on the result, never raised.
+Bad model output is recorded on the result, never raised. A failed model call (server down,
+HTTP error) is model *error*, not model behaviour: the turn's branch is `error` and its reason
+`model error (...): ...`, never "corpus insufficient"; `citegate ask` exits non-zero on it.
+Every entry point takes the question through `clean_question` first.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import psycopg
 
 from citegate.config import PipelineConfig
 from citegate.embed import Embedder
+from citegate.errors import QuestionError, is_model_error
 from citegate.llm import (
     LOCAL_MODEL_ID,
     ChatClient,
@@ -74,13 +78,36 @@ SCOPE = {
 }
 LANGUAGE_NAMES = {"en": "English", "ru": "Russian"}
 PROMPT_VARIANTS = ("asked", "asked_painted", "not_asked")
-BRANCHES = ("grounded", "fallback", "decline")
+BRANCHES = ("grounded", "fallback", "decline", "error")
 JSON_MODES = ("schema", "json", "off")
 MAX_PROBES = 5
 Search = Callable[[str], Sequence[Candidate]]
 
 _CYRILLIC = re.compile(r"[\u0400-\u04FF]")
 _LATIN = re.compile(r"[A-Za-z]")
+
+
+# --------------------------------------------------------------------------- the question
+
+
+def clean_question(text: str) -> str:
+    """The question as the pipeline takes it: control characters other than newline and tab
+    removed, surrounding whitespace stripped. Raises `QuestionError` for a NUL byte (binary
+    input, which PostgreSQL text cannot hold), an empty question, or one without a letter or
+    digit in any script (only emoji, punctuation or symbols): nothing there to search for."""
+    if not isinstance(text, str):
+        raise QuestionError(f"a question must be text, not {type(text).__name__}")
+    if "\x00" in text:
+        raise QuestionError("the question contains a NUL byte (binary data?): send plain text")
+    kept = "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) != "Cc")
+    cleaned = kept.strip()
+    if not cleaned:
+        raise QuestionError("the question is empty (nothing left after trimming whitespace)")
+    if not any(unicodedata.category(ch)[0] in "LN" for ch in cleaned):
+        raise QuestionError(
+            f"the question {cleaned[:40]!r} has no letter or digit in any script: ask in words"
+        )
+    return cleaned
 
 
 # --------------------------------------------------------------------------- language, disclaimer
@@ -443,9 +470,10 @@ def admit(hits: Sequence[Candidate], threshold: float) -> list[Candidate]:
 
 @dataclass(frozen=True)
 class FallbackTurn:
-    """The fallback branch of a turn: decline or painted answer, probes and admitted citations."""
+    """The fallback branch of a turn: decline or painted answer, probes and admitted citations;
+    `error` (no text) when the model call failed."""
 
-    branch: str  # "fallback" | "decline"
+    branch: str  # "fallback" | "decline" | "error"
     text: str
     disclaimer: str
     probes: tuple[str, ...]
@@ -466,9 +494,12 @@ def fallback_turn(
     json_mode: str = "schema",
 ) -> FallbackTurn:
     """Ask the fallback model; decline (no search) when it says out of scope; else search every
-    probe with `search` and admit hits at cosine ≥ `admission`; paint the disclaimer."""
+    probe with `search` and admit hits at cosine ≥ `admission`; paint the disclaimer. A failed
+    call gives branch `error` with no text: there is no answer to paint."""
     lang = supported(lang or detect_language(question))
     fa = ask_fallback(client, question, lang, variant, max_tokens=max_tokens, json_mode=json_mode)
+    if is_model_error(fa.status):
+        return FallbackTurn("error", "", "", (), (), (), fa)
     if fa.in_scope is False:
         return FallbackTurn("decline", decline_text(lang), "", (), (), (), fa)
     hits = tuple(c for probe in fa.probes for c in search(probe))
@@ -483,7 +514,8 @@ def fallback_turn(
 
 @dataclass
 class Turn:
-    """One question through the whole flow. `branch`: grounded | fallback | decline."""
+    """One question through the whole flow. `branch`: grounded | fallback | decline | error
+    (a model call failed; `model_error` says which and why)."""
 
     question: str
     lang: str
@@ -501,6 +533,12 @@ class Turn:
     outline_status: str = ""
     usage: dict[str, float] = field(default_factory=dict)
     retrieval: RetrievalResult | None = None
+    model_error: str = ""
+
+    def fail(self, stage: str, status: str) -> None:
+        """Mark the turn as failed by a model call of `stage` (its `llm_error: ...` status)."""
+        self.model_error = f"{stage}: {status.removeprefix('llm_error:').strip()}"
+        self.branch, self.reason, self.text = "error", f"model error ({self.model_error})", ""
 
 
 def grounded_text(
@@ -546,7 +584,10 @@ def answer_turn(
     json_mode: str = "schema",
 ) -> Turn:
     """Retrieve, gate, outline; on `corpus_insufficient` take the fallback (if enabled, per call
-    or by `cfg.enable_corpus_fallback`) or say "I don't know"."""
+    or by `cfg.enable_corpus_fallback`) or say "I don't know". A planner call that fails ends the
+    turn as branch `error` (no fallback: the corpus was not judged); so does a failed fallback
+    call. `QuestionError` for an unusable question (`clean_question`)."""
+    question = clean_question(question)
     before = client.usage.as_dict()
     lang = supported(detect_language(question))
     res = retrieve(conn, question, cfg, embedder, reranker)  # type: ignore[arg-type]
@@ -557,7 +598,9 @@ def answer_turn(
     )
     turn = Turn(question, lang, "grounded", False, "", res.decision, res.notes, plan.theses, "")
     turn.outline_status, turn.retrieval = plan.status, res
-    if plan.theses:
+    if is_model_error(plan.status):
+        turn.fail("outline planner", plan.status)
+    elif plan.theses:
         turn.text = grounded_text(plan.theses, plan.cited, res.notes)
     else:
         turn.corpus_insufficient = True
@@ -601,6 +644,8 @@ def _take_fallback(
     )
     turn.branch, turn.text, turn.disclaimer = fb.branch, fb.text, fb.disclaimer
     turn.probes, turn.admitted, turn.fallback = fb.probes, fb.admitted, fb.answer
+    if fb.branch == "error":
+        turn.fail("fallback", fb.answer.status)
 
 
 __all__ = [
@@ -614,6 +659,7 @@ __all__ = [
     "admit",
     "answer_turn",
     "ask_fallback",
+    "clean_question",
     "detect_language",
     "disclaimer_present",
     "fallback_turn",

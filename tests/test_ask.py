@@ -1,0 +1,163 @@
+"""`citegate ask` through `citegate.cli.main`: bad questions and configs are one-line errors (exit
+2), a dead model server is a model error (exit 2), never an insufficient corpus, and `--trace
+--json` carries every candidate's fate. Real PostgreSQL (a fresh migrated database, with a tiny
+ingested corpus where retrieval needs candidates) and a real closed port for the dead server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from llm_stub import dead_url
+
+from citegate import fallback as F
+from citegate import llm
+from citegate.cli import main
+from citegate.embed import default_embedder
+from citegate.errors import QuestionError
+from citegate.ingest import ingest_corpus
+
+TEXT = (
+    "Arjuna sees his teachers and kinsmen in the opposing army and lays down his bow.\n\n"
+    "Krishna teaches that the self is eternal: it is not born and it does not die.\n\n"
+    "One should act without attachment to the fruits of action; this is karma yoga.\n"
+)
+
+
+@pytest.fixture()
+def db_env(fresh_db: str, conn: psycopg.Connection, monkeypatch: pytest.MonkeyPatch) -> str:
+    """DATABASE_URL on a fresh migrated database, and no model keys in the environment."""
+    monkeypatch.setenv("DATABASE_URL", fresh_db)
+    for name in ("OPENROUTER_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    return fresh_db
+
+
+@pytest.fixture()
+def tiny_corpus(db_env: str, conn: psycopg.Connection, tmp_path: Path) -> Iterator[str]:
+    """A three-paragraph corpus `tiny` ingested into the fresh database."""
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    (folder / "gita_notes.txt").write_text(TEXT, encoding="utf-8")
+    ingest_corpus(conn, str(folder), default_embedder(), corpus="tiny", progress=False)
+    yield "tiny"
+
+
+# --------------------------------------------------------------------------- the question
+
+
+@pytest.mark.parametrize(
+    ("question", "why"),
+    [
+        ("", "empty"),
+        ("   \n\t ", "empty"),
+        ("\x01\x02 \x7f", "empty"),
+        ("🙏🙏 ✨", "no letter or digit"),
+        ("?!… —", "no letter or digit"),
+        ("what is\x00dharma?", "NUL byte"),
+    ],
+)
+def test_unusable_questions_are_refused(question: str, why: str) -> None:
+    with pytest.raises(QuestionError, match=why):
+        F.clean_question(question)
+
+
+def test_clean_question_strips_control_characters_but_keeps_text() -> None:
+    assert F.clean_question("  What is\x07 dharma?\r\n") == "What is dharma?"
+    assert F.clean_question("line one\n\tline two") == "line one\n\tline two"
+    assert F.clean_question("Что такое дхарма") == "Что такое дхарма"
+    assert F.clean_question("कर्म") == "कर्म"  # letters of any script count
+    assert F.clean_question("2.13") == "2.13"  # a bare verse number is a question too
+
+
+@pytest.mark.parametrize("question", ["", "  ", "🙏", "a\x00b"])
+def test_ask_refuses_a_bad_question_in_one_line(
+    question: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ask", question]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("citegate: error: the question") and err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_answer_turn_refuses_a_bad_question_before_any_call() -> None:
+    with pytest.raises(QuestionError, match="empty"):
+        F.answer_turn(None, " \t", None, None, None, None)  # type: ignore[arg-type]
+
+
+def test_ask_with_a_missing_config_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing.yaml"
+    assert main(["ask", "What is dharma?", "--config", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("citegate: error:") and "missing.yaml" in err and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------- a dead model server
+
+
+def kill_the_model_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point `chat_client` at a closed loopback port through the OpenRouter route (the OPENAI_*
+    route would also switch the embedder to OpenAI: `embed.default_embedder`)."""
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-dead-0000")
+    monkeypatch.setattr(llm, "OPENROUTER_BASE_URL", dead_url())
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("populated", [False, True], ids=["empty-db", "tiny-corpus"])
+def test_ask_answer_with_a_dead_server_is_a_model_error(
+    request: pytest.FixtureRequest,
+    db_env: str,
+    populated: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    corpus = request.getfixturevalue("tiny_corpus") if populated else "gita"
+    kill_the_model_server(monkeypatch)
+    code = main(["ask", "Why does Arjuna lay down his bow?", "--answer", "--corpus", corpus])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert err.startswith("citegate: error: model error") and "Connection refused" in err
+    assert err.count("\n") == 1
+    assert "branch: error  (model error (" in out
+    assert "corpus insufficient" not in out and "no theses" not in out
+    stage = "outline planner" if populated else "fallback"  # the empty corpus makes the gate bail
+    assert f"model error ({stage}:" in out
+
+
+@pytest.mark.db
+def test_ask_answer_json_reports_the_model_error(
+    db_env: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kill_the_model_server(monkeypatch)
+    assert main(["ask", "Who is Krishna?", "--answer", "--json", "--corpus", "gita"]) == 2
+    turn = json.loads(capsys.readouterr().out)["turn"]
+    assert turn["branch"] == "error" and turn["model_error"].startswith("fallback: chat call")
+    assert turn["reason"].startswith("model error (fallback:") and turn["text"] == ""
+
+
+# --------------------------------------------------------------------------- --trace --json
+
+
+@pytest.mark.db
+def test_trace_json_lists_every_candidate(
+    tiny_corpus: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ask", "Is the self eternal?", "--corpus", tiny_corpus, "--json"]) == 0
+    assert "trace" not in json.loads(capsys.readouterr().out)
+    assert main(["ask", "Is the self eternal?", "--corpus", tiny_corpus, "--json", "--trace"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    trace = data["trace"]
+    assert trace and {n["fragment_id"] for n in data["notes"]} <= {t["fragment_id"] for t in trace}
+    keys = {"fragment_id", "kind", "address", "lanes", "score", "rerank_score", "round", "stage"}
+    for row in trace:
+        assert set(row) == keys
+        assert row["lanes"] and all(isinstance(lane, str) for lane in row["lanes"])
+        assert row["round"] >= 1 and isinstance(row["score"], float)
+        assert row["stage"].startswith(("kept:", "dropped:", "unused:", "ann_missed"))
+    kept = {t["fragment_id"] for t in trace if t["stage"].startswith("kept:")}
+    assert kept == {n["fragment_id"] for n in data["notes"]}
