@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +16,11 @@ from llm_stub import Stub, completion, error, stub_server
 
 from citegate import fallback as F
 from citegate import fallback_study as fs
-from citegate import paths
+from citegate import llm, paths
 from citegate.config import PipelineConfig
-from citegate.errors import CitegateError
+from citegate.errors import CitegateError, ConfigError, ModelFailure, check_model_errors
 from citegate.llm import LOCAL_MODEL_ID, ChatClient, LocalLlamaServer
+from citegate.questions import Question, QuestionSet
 from citegate.retrieve import Candidate, RetrievalResult
 
 EN, RU = F.DISCLAIMERS["en"], F.DISCLAIMERS["ru"]
@@ -325,6 +326,166 @@ def test_a_server_that_dies_mid_turn_is_a_model_error(
     assert t.outline_status == "ok" and t.theses == ()  # the planner answered: nothing supports it
     assert t.branch == "error" and "Connection" in t.model_error  # then the fallback's server died
     assert t.model_error.startswith("fallback:")
+
+
+# --------------------------------------------------------------------------- model errors in the study
+
+
+def question(i: int, lang: str = "en") -> Question:
+    """An out-of-scope question of a hand-made set."""
+    text = f"How do I bake bread number {i}?" if lang == "en" else f"Как испечь хлеб {i}?"
+    return Question(f"q{i}", text, lang, "out_of_scope", (), "test", "test", "gita", "")
+
+
+def hand_set(n: int) -> fs.FallbackQuestions:
+    """`n` questions (alternating en/ru) of one set whose probes would search corpus gita."""
+    qs = tuple(question(i, "en" if i % 2 else "ru") for i in range(n))
+    qset = QuestionSet("hand", "gita", qs)
+    return fs.FallbackQuestions(
+        {"hand": qset}, {"hand": "gita"}, [fs.Item("hand", "gita", q) for q in qs]
+    )
+
+
+@pytest.fixture()
+def remote_stub_env(
+    fresh_db: str, conn: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[Any]:
+    """A fresh database, an empty LLM cache, and the `remote:` route pointed at a stub server
+    that answers 3 calls (out of scope) and then fails every call with HTTP 500 (no retry)."""
+    monkeypatch.setenv("DATABASE_URL", fresh_db)
+    monkeypatch.setenv("CITEGATE_CACHE", str(tmp_path / "cache"))
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-stub-0000")
+    replies = [reply({**GOOD, "in_scope": False})] * 3 + [DOWN]
+    with stub_server(replies) as stub:
+        monkeypatch.setattr(llm, "OPENROUTER_BASE_URL", stub.base_url)
+        yield stub
+
+
+@pytest.mark.db
+def test_a_dead_model_fails_the_fallback_study(remote_stub_env: Stub) -> None:
+    fq = hand_set(6)
+    frame, models = fs.run_calls(
+        fq, ["remote:stub-model"], ["asked", "not_asked"], PipelineConfig()
+    )
+    assert len(frame) == 12 and len(remote_stub_env.requests) == 12
+    assert (frame["status"] == "llm_error").sum() == 9 and bool(models["used"].all())
+    with pytest.raises(
+        ModelFailure,
+        match=r"^remote:stub-model: 9 of 12 fallback calls failed \(llm_error: chat call .*"
+        r"HTTP 500.*\); allowed share 5%$",
+    ):
+        fs.check_model_errors(frame, 0.05)
+    # below an allowed share the run goes on, and no rate counts a failed call
+    assert fs.check_model_errors(frame, 0.8) == {"remote:stub-model": 9}
+    errors = fs.error_table(frame)
+    assert errors[["calls", "failed"]].to_numpy().tolist() == [[12, 9]]
+    assert "HTTP 500" in errors["first error"].iloc[0]
+    assert len(fs.scored(frame)) == 3 and set(fs.scored(frame)["branch"]) == {"decline"}
+    head = fs.headline(frame)
+    assert head["model_error_share.remote:stub-model"] == 0.75
+    assert head["in_scope_accuracy.remote:stub-model"] == 1.0  # 3 of 3 scored, not 3 of 12
+    assert head["parse_rate.remote:stub-model"] == 1.0
+    assert fs.cost_table(frame)["answers"].tolist() == [3]
+    assert fs.check_painted(frame) == 1.0
+
+
+def test_check_model_errors_counts_per_model() -> None:
+    ok, bad = "ok", "llm_error: chat call failed: Connection refused"
+    statuses = {"a": [ok] * 19 + [bad], "b": [ok] * 10}
+    assert check_model_errors(statuses, 0.05, "calls") == {"a": 1, "b": 0}  # 1 of 20 is 5%
+    with pytest.raises(ModelFailure, match=r"^a: 2 of 20 calls failed \(llm_error: chat call"):
+        check_model_errors({"a": [ok] * 18 + [bad] * 2}, 0.05, "calls")
+    with pytest.raises(ModelFailure, match=r"a: 1 of 1 .*; b: 1 of 2 .*allowed share 0%"):
+        check_model_errors({"a": [bad], "b": [ok, bad]}, 0.0, "calls")
+    assert check_model_errors({"a": ["parse_failure: no JSON"]}, 0.0, "calls") == {"a": 0}
+    with pytest.raises(ConfigError, match="MAX_MODEL_ERROR_SHARE"):
+        check_model_errors(statuses, 1.5, "calls")
+
+
+# --------------------------------------------------------------------------- the study's conclusion
+
+
+def adherence(exact: float, lo: float, hi: float, n: int = 10) -> pd.DataFrame:
+    """A one-cell adherence table."""
+    return pd.DataFrame(
+        [
+            {
+                "model": "m",
+                "variant": "asked",
+                "language": "en",
+                "n": n,
+                "model exact": exact,
+                "model exact lo": lo,
+                "model exact hi": hi,
+                "model normalized": exact,
+                "painted": 1.0,
+            }
+        ]
+    )
+
+
+SCOPE = pd.DataFrame(
+    [{"model": "m", "n": 10, "parsed": 1.0, "in-scope accuracy": 0.7, "language match": 0.9}]
+)
+PROBES = pd.DataFrame(
+    [
+        {
+            "model": "m",
+            "variant": "asked",
+            "declined": 2,
+            "fallback answers": 8,
+            "probes per answer": 3.0,
+            "admitted at 0.5": 0.25,
+        }
+    ]
+)
+COST = pd.DataFrame(
+    [
+        {
+            "model": "m",
+            "prompt tokens/call": 200.0,
+            "completion tokens/call": 60.0,
+            "latency s/call": 1.5,
+        }
+    ]
+)
+
+
+def test_conclusion_says_painting_makes_the_guarantee_only_when_models_dropped_it() -> None:
+    dropped = fs.conclusion(adherence(0.6, 0.31, 0.83), SCOPE, PROBES, COST, 1.0)
+    assert "lacked the verbatim disclaimer in 4 of 10 answers" in dropped
+    assert "painting it on the server is what makes the guarantee" in dropped
+    assert "present in **100%** of the 10 answers" in dropped
+    kept = fs.conclusion(adherence(1.0, 0.72, 1.0), SCOPE, PROBES, COST, 1.0)
+    assert "what makes the guarantee" not in kept and "cannot tell" in kept
+    assert "A rate of 100% is not a certainty" in kept and "runs 72%–100%" in kept
+    broken = fs.conclusion(adherence(0.6, 0.31, 0.83), SCOPE, PROBES, COST, 0.9)
+    assert "only **90%**" in broken and "did not hold" in broken and "**100%**" not in broken
+    assert "what makes the guarantee" not in broken
+
+
+def test_conclusion_reports_failed_calls() -> None:
+    errors = pd.DataFrame(
+        [
+            {
+                "model": "m",
+                "calls": 12,
+                "failed": 1,
+                "failed share": 1 / 12,
+                "first error": "llm_error: x",
+            }
+        ]
+    )
+    text = fs.conclusion(adherence(0.6, 0.3, 0.8), SCOPE, PROBES, COST, 1.0, errors)
+    assert (
+        "m: 1 of 12 fallback calls failed (llm_error: x); they are left out of every rate" in text
+    )
+    none = fs.conclusion(
+        adherence(0.6, 0.3, 0.8), SCOPE, PROBES, COST, 1.0, errors.assign(failed=0)
+    )
+    assert "No fallback call failed (12 calls)." in none
 
 
 # --------------------------------------------------------------------------- the real local model

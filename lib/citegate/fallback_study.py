@@ -5,6 +5,10 @@ Every (question, prompt variant, model) goes through `fallback.fallback_turn`, t
 branch; probes are searched through the shared, cached retrieval pass (`traces.traces_for` +
 `replay`, the same code as `retrieve`). Model calls go through `ChatClient` and its disk cache, so
 a rerun costs no model time.
+
+A call that failed (status `llm_error`: server down, HTTP error) is no model behaviour: `scored`
+drops those rows from every table, rate and metric, `error_table` counts them per model, and
+`check_model_errors` stops the run when they exceed the allowed share.
 """
 
 from __future__ import annotations
@@ -25,7 +29,13 @@ import pandas as pd
 from citegate import paths
 from citegate.builds import build_id
 from citegate.config import PipelineConfig
-from citegate.errors import CitegateError
+from citegate.errors import (
+    MAX_MODEL_ERROR_SHARE,
+    MODEL_ERROR,
+    CitegateError,
+    is_model_error,
+)
+from citegate.errors import check_model_errors as check_statuses
 from citegate.fallback import (
     PROMPT_VARIANTS,
     Search,
@@ -173,12 +183,31 @@ def load_questions(
     return FallbackQuestions(sets, dict(set_corpora), items)
 
 
+def question_records(fq: FallbackQuestions, name: str) -> list[dict[str, Any]]:
+    """One dict per sampled question of set `name`: id, label, language, split."""
+    return [
+        {
+            "id": it.question.id,
+            "label": it.question.label,
+            "language": it.question.language,
+            "split": it.question.split,
+        }
+        for it in fq.items
+        if it.set == name
+    ]
+
+
 def record_questions(rec: Any, fq: FallbackQuestions) -> None:
-    """Log each set (digest, rows used, corpus build) on a Recorder."""
+    """Log each set (digest, the questions used, corpus build) on a Recorder."""
     for name, qset in fq.sets.items():
-        rows = sum(1 for it in fq.items if it.set == name)
+        used = question_records(fq, name)
         rec.dataset(
-            name, qset.digest, rows, f"data/questions/{name}.jsonl", build_id(fq.corpora[name])
+            name,
+            qset.digest,
+            len(used),
+            f"data/questions/{name}.jsonl",
+            build_id(fq.corpora[name]),
+            records=used,
         )
     rec.note(
         corpus_builds=",".join(sorted({build_id(c) for c in fq.corpora.values()})),
@@ -243,6 +272,7 @@ def answer_row(item: Item, model: str, fb: Any) -> dict[str, Any]:
         "language": q.language,
         "lang_detected": fa.lang,
         "status": fa.status.split(":")[0],
+        "error": fa.status if is_model_error(fa.status) else "",
         "parsed": fa.ok,
         "in_scope_expected": expected,
         "in_scope_pred": np.nan if fa.in_scope is None else float(fa.in_scope),
@@ -324,13 +354,53 @@ def run_calls(
     return pd.DataFrame(rows), pd.DataFrame(info)
 
 
+# --------------------------------------------------------------------------- model errors
+
+
+def scored(frame: pd.DataFrame) -> pd.DataFrame:
+    """The answers the model actually gave: rows whose call failed (`llm_error`) removed."""
+    if frame.empty or "status" not in frame:
+        return frame
+    return frame[frame["status"] != MODEL_ERROR]
+
+
+def error_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per model: fallback calls made, how many failed (server down, HTTP error: excluded from
+    every rate), their share, and the first error."""
+    cols = ["model", "calls", "failed", "failed share", "first error"]
+    rows = []
+    for model, g in frame.groupby("model", sort=True) if len(frame) else []:
+        bad = g[g["status"] == MODEL_ERROR]
+        rows.append(
+            {
+                "model": model,
+                "calls": len(g),
+                "failed": len(bad),
+                "failed share": len(bad) / len(g),
+                "first error": str(bad["error"].iloc[0])[:300] if len(bad) else "",
+            }
+        )
+    return pd.DataFrame(rows, columns=cols)
+
+
+def check_model_errors(
+    frame: pd.DataFrame, max_share: float = MAX_MODEL_ERROR_SHARE
+) -> dict[str, int]:
+    """Failed fallback calls per model; `ModelFailure` when a model's failed share exceeds
+    `max_share` (the run must fail rather than score an outage as model behaviour)."""
+    statuses: dict[str, list[str]] = {}
+    for model, status, err in zip(frame["model"], frame["status"], frame["error"], strict=True):
+        statuses.setdefault(str(model), []).append(err or status)
+    return check_statuses(statuses, max_share, "fallback calls")
+
+
 # --------------------------------------------------------------------------- tables
 
 
 def _rates(frame: pd.DataFrame, by: list[str], cols: dict[str, str], n_boot: int) -> pd.DataFrame:
-    """Per group: n and, for each boolean column, rate with a 95% bootstrap CI."""
+    """Per group of scored answers: n and, for each boolean column, rate with a 95% CI."""
     rows = []
-    for key, g in frame.groupby(by, sort=True):
+    for key, g in scored(frame).groupby(by, sort=True):
         row = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
         row["n"] = len(g)
         for col, label in cols.items():
@@ -352,8 +422,9 @@ def adherence_table(frame: pd.DataFrame, n_boot: int = 1000) -> pd.DataFrame:
 
 
 def check_painted(frame: pd.DataFrame) -> float:
-    """The server-painted rate over every answer; raises when any painted text lacks the exact
-    disclaimer (it must be 100%: this is checked, not assumed)."""
+    """The server-painted rate over every scored answer; raises when any painted text lacks the
+    exact disclaimer (it must be 100%: this is checked, not assumed)."""
+    frame = scored(frame)
     if frame.empty:
         raise CitegateError("no answers: nothing to check")
     missing = frame.loc[~frame["painted_exact"].astype(bool), ["model", "variant", "qid"]]
@@ -377,6 +448,7 @@ def scope_table(frame: pd.DataFrame, n_boot: int = 1000) -> pd.DataFrame:
 
 def scope_by_label(frame: pd.DataFrame, n_boot: int = 1000) -> pd.DataFrame:
     """By model and label: share judged in scope (out_of_corpus should be, out_of_scope not)."""
+    frame = scored(frame)
     sub = frame.assign(said_in_scope=frame["in_scope_pred"] == 1.0)
     return _rates(
         sub, ["model", "label"], {"said_in_scope": "said in scope", "parsed": "parsed"}, n_boot
@@ -397,7 +469,7 @@ def probe_table(frame: pd.DataFrame, admission: float, n_boot: int = 1000) -> pd
     probes per answer, distinct probe hits, and the share of hits admitted at cosine ≥
     `admission` (95% CI over hits; empty when nothing was searched)."""
     rows = []
-    for (model, variant), g in frame.groupby(["model", "variant"]):
+    for (model, variant), g in scored(frame).groupby(["model", "variant"]):
         fb = g[g["branch"] == "fallback"]
         rate, lo, hi = rate_ci_or_nan(_admitted_flags(fb))
         rows.append(
@@ -418,9 +490,10 @@ def probe_table(frame: pd.DataFrame, admission: float, n_boot: int = 1000) -> pd
 
 
 def cost_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """By model: calls, cache hits, tokens per call, latency per uncached call, calls per second."""
+    """By model, over scored answers: calls, cache hits, tokens per call, latency per uncached
+    call, calls per second."""
     rows = []
-    for model, g in frame.groupby("model"):
+    for model, g in scored(frame).groupby("model"):
         calls, fresh = int(g["calls"].sum()), int(g["uncached_calls"].sum())
         wall = float(g["latency_s"].sum())
         rows.append(
@@ -452,7 +525,7 @@ def examples(frame: pd.DataFrame, per_group: int = 1) -> pd.DataFrame:
         "model_text",
         "shown_text",
     ]
-    return frame.groupby(["model", "variant", "language"]).head(per_group)[cols]
+    return scored(frame).groupby(["model", "variant", "language"]).head(per_group)[cols]
 
 
 # --------------------------------------------------------------------------- figures
@@ -488,7 +561,7 @@ def plot_cost(frame: pd.DataFrame) -> Any:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
-    for i, (model, g) in enumerate(frame.groupby("model")):
+    for i, (model, g) in enumerate(scored(frame).groupby("model")):
         axes[0].hist(g["completion_tokens"], bins=20, alpha=0.5, label=model, color=f"C{i}")
         fresh = g[g["uncached_calls"] > 0]
         if len(fresh):
@@ -506,9 +579,14 @@ def plot_cost(frame: pd.DataFrame) -> Any:
 
 
 def headline(frame: pd.DataFrame) -> dict[str, float]:
-    """MLflow metrics: the painted rate, the model's own exact/normalized rates per model, variant
-    (and language), scope accuracy, parse rate, language match, probes, tokens, latency."""
-    out: dict[str, float] = {"painted_disclaimer_rate": float(frame["painted_exact"].mean())}
+    """MLflow metrics over scored answers: the painted rate, the model's own exact/normalized
+    rates per model, variant (and language), scope accuracy, parse rate, language match, probes,
+    tokens, latency; and per model the share of calls that failed (`model_error_share.<model>`)."""
+    out: dict[str, float] = {}
+    for model, g in frame.groupby("model"):
+        out[f"model_error_share.{model}"] = float((g["status"] == MODEL_ERROR).mean())
+    frame = scored(frame)
+    out["painted_disclaimer_rate"] = float(frame["painted_exact"].mean())
     for (model, variant), g in frame.groupby(["model", "variant"]):
         out[f"model_exact_rate.{model}.{variant}"] = g["model_exact"].mean()
         out[f"model_normalized_rate.{model}.{variant}"] = g["model_normalized"].mean()
@@ -531,39 +609,19 @@ def headline(frame: pd.DataFrame) -> dict[str, float]:
     return {k: float(v) for k, v in out.items() if np.isfinite(v)}
 
 
-def wilson_lower(k: int, n: int, z: float = 1.96) -> float:
-    """Lower end of the Wilson score interval of k successes in n (what 100% still allows)."""
-    if n == 0:
-        return float("nan")
-    p = k / n
-    centre = p + z * z / (2 * n)
-    spread = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return float((centre - spread) / (1 + z * z / n))
-
-
 def conclusion(
     adherence: pd.DataFrame,
     scope: pd.DataFrame,
     probes: pd.DataFrame,
     cost: pd.DataFrame,
     painted: float,
+    errors: pd.DataFrame | None = None,
 ) -> str:
-    """Markdown conclusion from this run's numbers."""
-    lines = ["## Conclusion", ""]
-    lines.append(
-        f"- The server-painted disclaimer was present in **{painted:.0%}** of the "
-        f"{int(adherence['n'].sum())} answers (checked on every painted text)."
-    )
-    pooled = adherence.groupby(["model", "variant"]).apply(
-        lambda g: pd.Series(
-            {
-                "exact": np.average(g["model exact"], weights=g["n"]),
-                "norm": np.average(g["model normalized"], weights=g["n"]),
-                "n": g["n"].sum(),
-            }
-        ),
-        include_groups=False,
-    )
+    """Markdown conclusion from this run's numbers: every sentence that states a fact is chosen
+    by the measured value it reports."""
+    n = int(adherence["n"].sum())
+    pooled = _pooled_adherence(adherence)
+    lines = ["## Conclusion", "", _painted_line(painted, n), *_error_lines(errors)]
     for (model, variant), r in pooled.iterrows():
         lines.append(
             f"- **{model}**, prompt `{variant}`: the model's own output carried the disclaimer "
@@ -584,6 +642,56 @@ def conclusion(
             f"verdict right {np.average(g['in-scope accuracy'], weights=w):.0%}; answer in the "
             f"user's language {np.average(g['language match'], weights=w):.0%}."
         )
+    lines += _probe_lines(probes) + _cost_lines(cost) + _extreme_cell_lines(adherence)
+    lines.append(_guarantee_line(pooled, painted))
+    return "\n".join(lines)
+
+
+def _pooled_adherence(adherence: pd.DataFrame) -> pd.DataFrame:
+    """Exact and normalized rates per model and variant, pooled over languages (weights n)."""
+    if adherence.empty:
+        return pd.DataFrame(columns=["exact", "norm", "n"])
+    return adherence.groupby(["model", "variant"]).apply(
+        lambda g: pd.Series(
+            {
+                "exact": np.average(g["model exact"], weights=g["n"]),
+                "norm": np.average(g["model normalized"], weights=g["n"]),
+                "n": g["n"].sum(),
+            }
+        ),
+        include_groups=False,
+    )
+
+
+def _painted_line(painted: float, n: int) -> str:
+    """The painted-disclaimer result, worded by whether it held on every answer."""
+    if not np.isfinite(painted) or n == 0:
+        return "- No answer was scored: nothing to say about the painted disclaimer."
+    if painted == 1.0:
+        return f"- The server-painted disclaimer was present in **100%** of the {n} answers."
+    return (
+        f"- The server-painted disclaimer was present in only **{painted:.0%}** of the {n} "
+        "answers: the server's guarantee did not hold."
+    )
+
+
+def _error_lines(errors: pd.DataFrame | None) -> list[str]:
+    """Failed calls per model (left out of every rate), or that none failed."""
+    if errors is None or errors.empty:
+        return []
+    if not errors["failed"].any():
+        return [f"- No fallback call failed ({int(errors['calls'].sum())} calls)."]
+    return [
+        f"- {r['model']}: {r['failed']} of {r['calls']} fallback calls failed "
+        f"({str(r['first error'])[:160]}); they are left out of every rate here."
+        for r in errors.to_dict("records")
+        if r["failed"]
+    ]
+
+
+def _probe_lines(probes: pd.DataFrame) -> list[str]:
+    """Declines, probes and admitted hits per model and variant."""
+    lines = []
     for r in probes.to_dict("records"):
         adm = next(v for k, v in r.items() if k.startswith("admitted at"))
         if not r["fallback answers"]:
@@ -598,6 +706,12 @@ def conclusion(
             f"- {r['model']} / `{r['variant']}`: {r['declined']} declined; "
             f"{r['probes per answer']:.1f} probes per fallback answer; {share}."
         )
+    return lines
+
+
+def _cost_lines(cost: pd.DataFrame) -> list[str]:
+    """Tokens and latency per call, per model."""
+    lines = []
     for r in cost.to_dict("records"):
         lat = (
             "every call served from the cache (no latency measured)"
@@ -608,17 +722,45 @@ def conclusion(
             f"- {r['model']}: {r['prompt tokens/call']:.0f} prompt + "
             f"{r['completion tokens/call']:.0f} completion tokens per call; {lat}."
         )
-    n_min = int(adherence["n"].min())
-    lines.append(
-        f"- Percentile-bootstrap intervals collapse at 0% and 100%: with {n_min} answers in a "
-        f"cell, {n_min}/{n_min} still allows a true rate down to {wilson_lower(n_min, n_min):.0%} "
-        "(Wilson 95%)."
+    return lines
+
+
+def _extreme_cell_lines(adherence: pd.DataFrame) -> list[str]:
+    """For the smallest cell at exactly 0% or 100% exact, what its interval still allows."""
+    rate = adherence["model exact"] if len(adherence) else pd.Series(dtype=float)
+    extreme = adherence[(rate == 0.0) | (rate == 1.0)]
+    if extreme.empty:
+        return []
+    r = extreme.sort_values("n").iloc[0]
+    return [
+        f"- A rate of {r['model exact']:.0%} is not a certainty: {r['model']} / `{r['variant']}` / "
+        f"{r['language']} has {int(r['n'])} answers, and its 95% interval runs "
+        f"{r['model exact lo']:.0%}–{r['model exact hi']:.0%}."
+    ]
+
+
+def _guarantee_line(pooled: pd.DataFrame, painted: float) -> str:
+    """What this run shows about painting versus prompting, from the measured rates."""
+    dropped = int(round(float(((1.0 - pooled["exact"]) * pooled["n"]).sum()))) if len(pooled) else 0
+    total = int(pooled["n"].sum()) if len(pooled) else 0
+    if not np.isfinite(painted) or total == 0:
+        return "- No answer was scored, so this run shows nothing about the guarantee."
+    if painted < 1.0:
+        return (
+            "- Some answers were shown without the painted disclaimer: the server-side guarantee "
+            "failed in this run and must be fixed before the prompt variants mean anything."
+        )
+    if dropped:
+        return (
+            f"- The models' own text lacked the verbatim disclaimer in {dropped} of {total} "
+            "answers, yet every answer shown carried it: painting it on the server is what makes "
+            "the guarantee, not the prompt."
+        )
+    return (
+        f"- Every model kept the disclaimer verbatim in all {total} answers and the painted one "
+        "was always present too: this run cannot tell the prompt's share of the guarantee from "
+        "the server's."
     )
-    lines.append(
-        "- Whatever the model writes, the user sees the fixed disclaimer: painting it on the "
-        "server is what makes the guarantee, not the prompt."
-    )
-    return "\n".join(lines)
 
 
 def config_table(cfg: PipelineConfig, models: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:
