@@ -14,6 +14,7 @@ from llm_stub import completion, error, stub_server
 from citegate import citation_study as cs
 from citegate.compose import compose
 from citegate.embed import Embedder, default_embedder
+from citegate.errors import ModelFailure
 from citegate.fallback import parse_outline
 from citegate.llm import ChatClient
 
@@ -168,3 +169,97 @@ def test_threshold_sweep_compares_cited_with_shuffled(embedder: Embedder) -> Non
 def _tables(embedder: Embedder) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows, claims = checked(embedder)
     return cs.citation_table(rows, claims, 0.5, n_boot=20), cs.audit_table(rows)
+
+
+# --------------------------------------------------------------------------- model errors
+
+
+def test_failed_grounded_calls_are_counted_apart_and_can_fail_the_run(embedder: Embedder) -> None:
+    failed = "llm_error: chat call to 'm' (local) failed after 4 attempt(s): Connection refused"
+    answers = [
+        answer("outline", f"- {CLAIM} [1]", "q1", "BG 2.20", offered={"1": SOUL}),
+        answer("outline", "", "q2", "BG 2.47", offered={"1": DUTY}, status=failed),
+        answer("outline", "", "q3", "BG 3.1", offered={"1": DUTY}, status=failed),
+        answer("composed", "", "q4", "BG 3.2", offered={}, status="gate: bail out"),
+    ]
+    with pytest.raises(ModelFailure, match=r"^m: 2 of 3 grounded answer calls failed"):
+        cs.check_model_errors(answers, 0.05)
+    assert cs.check_model_errors(answers, 0.7) == {"m": 2}  # the bail-out made no call
+    rows, claims = cs.check_answers(answers, embedder, threshold=0.5)
+    table = cs.citation_table(rows, claims, threshold=0.5)
+    outline = table[table["format"] == "outline"].iloc[0]
+    assert (outline["answers"], outline["model errors"], outline["with text"]) == (1, 2, 1)
+    text = cs.conclusion(table, cs.audit_table(rows), 0.5)
+    assert "m / outline: 2 of 3 model calls failed" in text
+
+
+def hand_table(real: float, fake: float, fmt: str = "outline") -> pd.DataFrame:
+    """A one-cell citation table with the given supported shares (real and shuffled)."""
+    row = {
+        "model": "m",
+        "format": fmt,
+        "language": "en",
+        "answers": 10,
+        "model errors": 0,
+        "with text": 10,
+        "claims judged": 20,
+        "supported share": real,
+        "shuffled control": fake,
+        "fabricated markers/answer": 0.1,
+    }
+    return pd.DataFrame([row])
+
+
+NO_AUDIT = pd.DataFrame(columns=["model", "language", "tagged SOURCED", "downgraded"])
+
+
+@pytest.mark.parametrize(
+    ("real", "fake", "says", "never"),
+    [
+        (0.95, 0.9, "is a floor against off-topic citations", "beat"),
+        (0.9, 0.3, "Real citations beat shuffled ones by 60%", "floor"),
+        (0.2, 0.8, "Shuffled citations beat real ones by 60%", "Real citations beat"),
+        (0.1, 0.05, "few claims clear 0.50 with either", "floor"),
+    ],
+)
+def test_conclusion_on_the_shuffled_control_follows_the_numbers(
+    real: float, fake: float, says: str, never: str
+) -> None:
+    text = cs.conclusion(hand_table(real, fake), NO_AUDIT, 0.5)
+    assert says in text and never not in text
+
+
+def sweep_row(auc: float, lo: float, hi: float) -> pd.DataFrame:
+    """A one-threshold sweep of the outline format."""
+    row = {
+        "format": "outline",
+        "threshold": 0.9,
+        "claims": 20,
+        "supported (cited)": 0.4,
+        "supported (shuffled)": 0.3,
+        "AUROC cited vs shuffled": auc,
+        "AUROC lo": lo,
+        "AUROC hi": hi,
+    }
+    return pd.DataFrame([row])
+
+
+@pytest.mark.parametrize(
+    ("auc", "lo", "hi", "says"),
+    [
+        (0.85, 0.7, 0.95, "tells real from shuffled citations apart better than chance"),
+        (0.52, 0.35, 0.7, "does not tell real from shuffled citations apart"),
+        (0.2, 0.1, 0.35, "ranks shuffled citations ABOVE real ones"),
+    ],
+)
+def test_conclusion_on_the_auroc_follows_its_interval(
+    auc: float, lo: float, hi: float, says: str
+) -> None:
+    text = cs.conclusion(hand_table(0.5, 0.4), NO_AUDIT, 0.5, sweep_row(auc, lo, hi))
+    assert says in text
+    others = {
+        "better than chance",
+        "does not tell real from shuffled citations apart",
+        "ABOVE real ones",
+    }
+    assert not any(o in text for o in others if o not in says)

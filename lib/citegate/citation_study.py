@@ -16,6 +16,10 @@ reaches the cosine threshold; markers naming a source never offered are fabricat
 A shuffled control repeats the support test with the cited numbers pointing at ANOTHER question's
 sources: a threshold that passes those as often as the real ones does not separate support from
 topical similarity.
+
+A grounded answer whose model call failed (status `llm_error`) is no answer of the model's: it is
+counted in the table's "model errors" column and left out of every count and rate, and
+`check_model_errors` stops the run when such failures exceed the allowed share.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ import pandas as pd
 from citegate.citations import DEFAULT_THRESHOLD, audit_sourced, validate_citations
 from citegate.compose import compose
 from citegate.config import PipelineConfig
+from citegate.errors import MAX_MODEL_ERROR_SHARE, MODEL_ERROR
+from citegate.errors import check_model_errors as check_statuses
 from citegate.fallback import NO_ANSWER, outline_call
 from citegate.metrics import auroc_ci, rate_ci_or_nan
 
@@ -167,17 +173,31 @@ def run_grounded(
     return answers
 
 
+def check_model_errors(
+    answers: Sequence[Answer], max_share: float = MAX_MODEL_ERROR_SHARE
+) -> dict[str, int]:
+    """Failed grounded calls (outline and composed) per model; `ModelFailure` beyond
+    `max_share`. Answers that made no call (the gate bailed out) do not count."""
+    statuses: dict[str, list[str]] = {}
+    for a in answers:
+        if a.format in FORMATS[:2] and a.status != "gate: bail out":
+            statuses.setdefault(a.model, []).append(a.status)
+    return check_statuses(statuses, max_share, "grounded answer calls")
+
+
 # --------------------------------------------------------------------------- fallback answers
 
 
 def fallback_answers(frame: pd.DataFrame) -> list[Answer]:
     """The fallback branch's answers of notebook 04's `answers` table, with their admitted hits
     (fragment ids) to be attached as optional citations. Nothing was offered to the model. The
-    server's fixed "no usable answer" text (an unparsed reply) is no claim of the model's."""
+    server's fixed "no usable answer" text (an unparsed reply) is no claim of the model's, and a
+    failed call (branch `error`, status `llm_error`) is no answer at all."""
     from citegate.db import connect
     from citegate.ltr import fetch_texts
 
-    rows = frame[frame["branch"] == "fallback"].to_dict("records")
+    keep = (frame["branch"] == "fallback") & (frame["status"] != MODEL_ERROR)
+    rows = frame[keep].to_dict("records")
     ids = {int(i) for r in rows for i in str(r["admitted_ids"]).split()}
     with connect() as conn:
         texts = fetch_texts(conn, ids)
@@ -324,9 +344,11 @@ def citation_table(
     answers: pd.DataFrame, claims: pd.DataFrame, threshold: float, n_boot: int = 1000
 ) -> pd.DataFrame:
     """Per model, answer format and language: answers, claims, cited share, supported share (95%
-    bootstrap over claims) beside the shuffled control, fabricated markers per answer."""
+    CI over claims) beside the shuffled control, fabricated markers per answer; failed calls are
+    counted under "model errors" and left out of everything else."""
     rows = []
-    for (model, fmt, lang), a in answers.groupby(["model", "format", "language"]):
+    for (model, fmt, lang), every in answers.groupby(["model", "format", "language"]):
+        a = every[every["status"] != MODEL_ERROR]
         c = (
             claims[
                 (claims["model"] == model)
@@ -346,6 +368,7 @@ def citation_table(
                 "format": fmt,
                 "language": lang,
                 "answers": len(a),
+                "model errors": len(every) - len(a),
                 "with text": len(said),
                 "claims": int(said["claims"].sum()),
                 "cited share": said["cited"].sum() / said["claims"].sum()
@@ -365,6 +388,19 @@ def citation_table(
             }
         )
     return pd.DataFrame(rows)
+
+
+AUDIT_COLUMNS = [
+    "model",
+    "language",
+    "answers",
+    "claims",
+    "tagged SOURCED",
+    "downgraded",
+    "downgraded share",
+    "INFERRED after audit",
+    "untagged share",
+]
 
 
 def audit_table(answers: pd.DataFrame) -> pd.DataFrame:
@@ -389,7 +425,7 @@ def audit_table(answers: pd.DataFrame) -> pd.DataFrame:
                 else np.nan,
             }
         )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=AUDIT_COLUMNS)  # columns even when nothing was composed
 
 
 def threshold_sweep(
@@ -509,9 +545,11 @@ def headline(
 def conclusion(
     table: pd.DataFrame, audit: pd.DataFrame, threshold: float, sweep: pd.DataFrame | None = None
 ) -> str:
-    """Markdown conclusion from this run's numbers."""
+    """Markdown conclusion from this run's numbers: every sentence that states a fact is chosen
+    by the measured value it reports."""
     lines = ["## Conclusion: citations", ""]
     pooled = headline(table, audit)
+    lines += _error_lines(table)
     for (model, fmt), g in table.groupby(["model", "format"]):
         judged = int(g["claims judged"].sum())
         real = pooled.get(f"supported_claim_share.{model}.{fmt}")
@@ -528,34 +566,96 @@ def conclusion(
             f"{fake:.0%} still do. Fabricated markers per answer: {fab:.2f}."
         )
     for r in audit.to_dict("records"):
+        untagged = (
+            "no claim to tag"
+            if not np.isfinite(r["untagged share"])
+            else f"{r['untagged share']:.0%} of claims carried no tag"
+        )
         lines.append(
             f"- Audit, {r['model']} / {r['language']}: {r['downgraded']} of {r['tagged SOURCED']} "
             f"[SOURCED] claims cited nothing retrieved and were downgraded to [INFERRED]; "
-            f"{r['untagged share']:.0%} of claims carried no tag."
+            f"{untagged}."
         )
-    gaps = [
-        pooled[k] - pooled[k.replace("supported_claim", "shuffled_supported")]
-        for k in pooled
-        if k.startswith("supported_claim")
-    ]
-    if gaps and max(gaps) < 0.15:
-        lines.append(
-            f"- Real and shuffled citations differ by at most {max(gaps):.0%}: a claim and any "
-            f"chunk on the same topic clear {threshold:.2f} with this embedder, so the test is a "
-            "floor against off-topic citations, not evidence that a source states the claim."
-        )
-    elif gaps:
-        lines.append(
-            f"- Real citations beat shuffled ones by up to {max(gaps):.0%}: the threshold "
-            "separates cited sources from other questions' sources in that cell."
-        )
+    lines += _control_lines(pooled, threshold)
     for fmt, g in sweep.groupby("format") if sweep is not None and len(sweep) else []:
-        top = g.sort_values("threshold").iloc[-1]
-        lines.append(
-            f"- {fmt}: the cited cosine tells real from shuffled citations with AUROC "
-            f"{top['AUROC cited vs shuffled']:.2f} (95% CI {top['AUROC lo']:.2f}–"
-            f"{top['AUROC hi']:.2f}, {int(top['claims'])} claims); at {top['threshold']:.2f}, "
-            f"{top['supported (cited)']:.0%} of cited and {top['supported (shuffled)']:.0%} of "
-            "shuffled claims pass."
-        )
+        lines.append(_sweep_line(str(fmt), g.sort_values("threshold").iloc[-1]))
     return "\n".join(lines)
+
+
+def _error_lines(table: pd.DataFrame) -> list[str]:
+    """Failed grounded calls per model and format (left out of every number here)."""
+    if "model errors" not in table or not len(table):
+        return []
+    lines = []
+    for (model, fmt), g in table.groupby(["model", "format"]):
+        failed, made = (
+            int(g["model errors"].sum()),
+            int(g["model errors"].sum() + g["answers"].sum()),
+        )
+        if failed:
+            lines.append(
+                f"- {model} / {fmt}: {failed} of {made} model calls failed; they are left out of "
+                "every number below."
+            )
+    return lines
+
+
+def _control_lines(pooled: dict[str, float], threshold: float) -> list[str]:
+    """Real against shuffled citations, per (model, format) cell: the largest difference, which
+    way it goes, and whether either passes the threshold at all."""
+    cells = {
+        k.removeprefix("supported_claim_share."): (
+            v,
+            pooled[k.replace("supported_claim", "shuffled_supported")],
+        )
+        for k, v in pooled.items()
+        if k.startswith("supported_claim_share.")
+    }
+    if not cells:
+        return []
+    name, (real, fake) = max(cells.items(), key=lambda kv: abs(kv[1][0] - kv[1][1]))
+    gap = real - fake
+    if abs(gap) >= 0.15:
+        better = (
+            "Real citations beat shuffled ones" if gap > 0 else "Shuffled citations beat real ones"
+        )
+        return [
+            f"- {better} by {abs(gap):.0%} in {name} ({real:.0%} vs {fake:.0%} of judged claims "
+            f"at {threshold:.2f}), the largest difference of any cell."
+        ]
+    fakes = [f for _, f in cells.values()]
+    head = (
+        f"- Real and shuffled citations differ by at most {abs(gap):.0%} in every cell "
+        f"(largest: {name}, {real:.0%} vs {fake:.0%})"
+    )
+    if min(fakes) >= 0.5:
+        return [
+            head + f": claims clear {threshold:.2f} against another question's sources too, so "
+            "the test is a floor against off-topic citations, not evidence that a source states "
+            "the claim."
+        ]
+    if max(fakes) < 0.5 and max(r for r, _ in cells.values()) < 0.5:
+        return [
+            head + f": few claims clear {threshold:.2f} with either, so the test tells "
+            "neither apart at this threshold."
+        ]
+    return [head + ": at this threshold the test does not tell real citations from shuffled ones."]
+
+
+def _sweep_line(fmt: str, top: pd.Series) -> str:
+    """The AUROC of cited against shuffled cosines, worded by where its interval lies."""
+    auc, lo, hi = top["AUROC cited vs shuffled"], top["AUROC lo"], top["AUROC hi"]
+    at = (
+        f"at {top['threshold']:.2f}, {top['supported (cited)']:.0%} of cited and "
+        f"{top['supported (shuffled)']:.0%} of shuffled claims pass"
+    )
+    if not np.isfinite(auc):
+        return f"- {fmt}: no AUROC of cited against shuffled citations (one side empty); {at}."
+    ci = f"AUROC {auc:.2f}, 95% CI {lo:.2f}–{hi:.2f}, {int(top['claims'])} claims"
+    if lo > 0.5:
+        verdict = "tells real from shuffled citations apart better than chance"
+    elif hi < 0.5:
+        verdict = "ranks shuffled citations ABOVE real ones"
+    else:
+        verdict = "does not tell real from shuffled citations apart (the interval includes 0.5)"
+    return f"- {fmt}: the cited cosine {verdict} ({ci}); {at}."
