@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
 import numpy as np
 import psycopg
 import pytest
@@ -136,3 +146,57 @@ def test_mask_url_hides_password() -> None:
     assert db.mask_url("postgresql://postgres:@/postgres?host=/tmp") == (
         "postgresql://postgres:***@/postgres?host=/tmp"
     )
+
+
+@pytest.mark.parametrize(
+    ("url", "masked"),
+    [
+        ("postgresql://u@h/db?password=secret", "postgresql://u@h/db?password=***"),
+        ("postgresql://u:p@ss@h/db", "postgresql://u:***@h/db"),
+        ("postgresql://u:pa/ss@h:5432/db", "postgresql://u:***@h:5432/db"),
+        (
+            "postgres://u@h/db?sslmode=require&PASSWORD=secret&application_name=me@x",
+            "postgres://u@h/db?sslmode=require&PASSWORD=***&application_name=me@x",
+        ),
+        ("postgresql://u@h/db?sslpassword=secret", "postgresql://u@h/db?sslpassword=***"),
+        ("host=h user=u password=secret dbname=d", "host=h user=u password=*** dbname=d"),
+        ("host=h password = 'se cret\\'x' dbname=d", "host=h password = *** dbname=d"),
+        ("postgresql://h/db?host=/tmp", "postgresql://h/db?host=/tmp"),
+    ],
+)
+def test_mask_url_hides_every_password_form(url: str, masked: str) -> None:
+    assert db.mask_url(url) == masked
+    assert "secret" not in db.mask_url(url) and "ss@" not in db.mask_url(url)
+
+
+def test_dead_users_do_not_keep_the_embedded_server_running() -> None:
+    folder = Path(tempfile.mkdtemp(prefix="citegate-pg-"))  # like conftest's pg_url, not tmp_path
+    pgdata = folder / "pgdata"
+    try:
+        db.start_embedded(pgdata)  # initdb, as on a first `citegate` command
+        db.stop_embedded(pgdata)
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()  # reaped: this pid belongs to no process now, like a command killed with -9
+        (pgdata / db.HANDLE_FILE).write_text(json.dumps([dead.pid]), encoding="utf-8")
+        url = db.start_embedded(pgdata)
+        with psycopg.connect(url) as c:
+            assert c.execute("SELECT 1").fetchone() == (1,)
+        assert json.loads((pgdata / db.HANDLE_FILE).read_text()) == [os.getpid()]
+        db.stop_embedded(pgdata)
+        assert not (pgdata / "postmaster.pid").exists()
+        with pytest.raises(psycopg.OperationalError):
+            psycopg.connect(url, connect_timeout=3).close()
+    finally:
+        _kill_server(pgdata)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _kill_server(pgdata: Path) -> None:
+    """Stop a server the test left running (only when the code under test failed to)."""
+    pid_file = pgdata / "postmaster.pid"
+    if pid_file.exists():
+        os.kill(int(pid_file.read_text().split()[0]), signal.SIGINT)
+        for _ in range(100):
+            if not pid_file.exists():
+                break
+            time.sleep(0.1)

@@ -73,9 +73,13 @@ def _check_file(entry: Path, max_bytes: int) -> None:
         raise InputError(
             entry,
             "-",
-            f"file is {size / MB:.1f} MB, over the per-source limit of {max_bytes / MB:g} MB "
+            f"file is {_size(size)}, over the per-source limit of {_size(max_bytes)} "
             "(raise it with --max-source-mb, or split the file)",
         )
+
+
+def _size(n: int) -> str:
+    return f"{n / MB:.1f} MB" if n >= MB // 10 else f"{n:,} bytes"
 
 
 def _refuse_track_clashes(files: list[SourceFile]) -> None:
