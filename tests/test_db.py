@@ -17,6 +17,7 @@ import psycopg
 import pytest
 
 from citegate import db, lanes
+from citegate.cli import main
 from citegate.fragments import Fragment
 from citegate.store import write_batch
 
@@ -200,3 +201,13 @@ def _kill_server(pgdata: Path) -> None:
             if not pid_file.exists():
                 break
             time.sleep(0.1)
+
+
+def test_doctor_never_prints_a_password(
+    fresh_db: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("DATABASE_URL", fresh_db + "&password=hunter2")  # trust auth ignores it
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "password=***" in out and "hunter2" not in out

@@ -94,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--corpus",
         nargs="+",
         required=True,
-        help="built-in corpus name (gita, xquad) or a path to .srt/.vtt/.json/.txt files",
+        help="built-in corpus (gita, xquad, gita-split, xquad-split) or a file or folder of "
+        ".srt/.vtt/.json/.txt/.md files",
     )
     ing.add_argument(
         "--name", help="corpus name for one path (default: the path's stem; not for built-ins)"
@@ -103,8 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     ing.add_argument(
         "--replace",
         action="store_true",
-        help="allow replacing a stored corpus that came from a different source, or removing "
-        "rows of one of unknown origin or emptying it (without it such an ingest changes nothing)",
+        help="let an ingest replace a stored corpus that came from another source, remove rows "
+        "of a corpus of unknown origin, or empty one (without it such an ingest stops and "
+        "changes nothing)",
     )
     ing.add_argument(
         "--max-source-mb",
