@@ -5,15 +5,19 @@ against the scripted stub server."""
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from llm_stub import completion, stub_server
+from llm_stub import Stub, completion, error, stub_server
 
 from citegate import followup_study as fu
+from citegate import llm
+from citegate.config import PipelineConfig
+from citegate.errors import ModelFailure
 from citegate.llm import ChatClient
-from citegate.questions import Question, mentions_address
+from citegate.questions import Question, QuestionSet, mentions_address
 from citegate.rewrite import rewrite_query
 
 
@@ -307,3 +311,118 @@ def test_rewrite_through_the_stub_sees_only_the_first_turn(tmp_path: Path) -> No
     user = stub.requests[0]["body"]["messages"][1]["content"]
     assert conv.first.text in user and user.count('"role": "user"') == 2  # history + question
     assert "assistant" not in user
+
+
+# --------------------------------------------------------------------------- model errors
+
+FAILED = "llm_error: chat call to 'm' (local) failed after 4 attempt(s): Connection refused"
+
+
+def _with_failures(n: int) -> pd.DataFrame:
+    """`_rewrites()` plus `n` English rewrites whose model call failed."""
+    rows = [
+        {
+            "model": "m",
+            "conversation": f"x{i}",
+            "language": "en",
+            "group": "BG 2.13",
+            "first_turn": "In Chapter 2, Verse 13, what?",
+            "followup": "and the verse?",
+            "rewritten": None,
+            "accepted": False,
+            "reason": FAILED,
+            "rule": "llm_error",
+            "query_used": "and the verse?",
+            "identifiers_kept": None,
+            "echoes_prompt": False,
+        }
+        for i in range(n)
+    ]
+    return pd.concat([_rewrites(), pd.DataFrame(rows)], ignore_index=True)
+
+
+def test_failed_rewrites_are_no_rewrites() -> None:
+    rewrites = _with_failures(1)
+    with pytest.raises(ModelFailure, match=r"^m: 1 of 5 rewrite calls failed \(llm_error: chat"):
+        fu.check_model_errors(rewrites, 0.05)
+    assert fu.check_model_errors(rewrites, 0.2) == {"m": 1}
+    queries = fu.arm_queries([], rewrites)
+    assert "x0" not in set(queries["conversation"])  # no rewrite arm row for a failed call
+    table = fu.recall_table(_results(), rewrites).set_index(["arm", "language"])
+    assert table.loc[("rewrite", "en"), "accepted"] == pytest.approx(2 / 3)  # not 2 of 4
+    assert table.loc[("rewrite", "en"), "model errors"] == 1
+    rej = fu.rejection_table(rewrites)
+    assert "llm_error" not in set(rej["rule"]) and rej["share of rewrites"].sum() == 0.5
+    m = fu.headline(_results(), rewrites)
+    assert m["rewrite_accept_rate.m"] == 0.5 and m["rewrite_model_error_share.m"] == 0.2
+    shown = fu.examples(rewrites, _results(), per_model=9)
+    assert len(shown) == 4 and not shown["reason"].str.startswith("llm_error").any()
+
+
+@pytest.fixture()
+def remote_stub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Stub]:
+    """The `remote:` route on a stub that rewrites once, then fails every call with HTTP 500."""
+    monkeypatch.setenv("CITEGATE_CACHE", str(tmp_path / "cache"))
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-stub-0000")
+    down = (500, error("server down"), {"x-should-retry": "false"})
+    with stub_server([(200, completion("BG 2.13 change of bodies")), down]) as stub:
+        monkeypatch.setattr(llm, "OPENROUTER_BASE_URL", stub.base_url)
+        yield stub
+
+
+def test_a_dead_rewriter_fails_the_study_before_any_search(remote_stub: Stub) -> None:
+    qset = QuestionSet("hand", "gita", tuple(QUESTIONS))
+    with pytest.raises(ModelFailure, match=r"remote:stub-model: 2 of 3 rewrite calls failed"):
+        fu.run_study(
+            qset,
+            "gita",
+            PipelineConfig(),
+            languages=["en", "ru", "hi"],
+            limit=0,
+            models=["remote:stub-model"],
+            progress=False,
+        )  # no DATABASE_URL needed: it stops before searching
+    assert len(remote_stub.requests) == 3
+
+
+def _paired_text(results: pd.DataFrame) -> str:
+    table = fu.recall_table(results, _rewrites())
+    yields = pd.DataFrame(
+        [
+            {
+                "language": "en",
+                "answerable questions": 40,
+                "turn-1 candidates": 20,
+                "follow-up candidates": 20,
+                "conversations available": 20,
+                "conversations sampled": 20,
+            }
+        ]
+    )
+    models = pd.DataFrame([{"model": "m", "used": True, "why": "stub"}])
+    return fu.conclusion(
+        table, fu.rejection_table(_rewrites()), yields, models, results, _rewrites()
+    )
+
+
+def _paired_results(gains: int, losses: int, ties: int) -> pd.DataFrame:
+    """Raw and concat hits on gains + losses + ties English conversations."""
+    rows = []
+    pairs = [(False, True)] * gains + [(True, False)] * losses + [(True, True)] * ties
+    for i, (raw, concat) in enumerate(pairs):
+        base = {"conversation": f"c{i}", "language": "en", "group": "BG 2.13", "model": ""}
+        rows.append({**base, "arm": "raw", "query": "q", "hit": raw, "names_verse": False})
+        rows.append({**base, "arm": "concat", "query": "q", "hit": concat, "names_verse": True})
+    return pd.DataFrame(rows)
+
+
+def test_conclusion_tells_arms_apart_only_when_the_paired_test_does() -> None:
+    apart = _paired_text(_paired_results(gains=12, losses=0, ties=4))
+    assert "12 found that raw misses, 0 missed that raw finds; better than raw" in apart
+    same = _paired_text(_paired_results(gains=2, losses=2, ties=8))
+    assert "not told apart from raw" in same and "better than raw" not in same
+    worse = _paired_text(_paired_results(gains=0, losses=12, ties=2))
+    assert "worse than raw at the 5% level" in worse
+    assert "Where intervals overlap" not in apart  # no fixed sentence either way

@@ -9,6 +9,10 @@ ways through the shared, cached retrieval pass (`fallback_study.probe_search`: `
 baseline) and `rewrite` (`rewrite.rewrite_query`, validated; the raw query on rejection). A hit is
 the follow-up's gold verse among the final notes, by the fragment ids `questions.resolve_gold`
 gives. Model calls are cached on disk by `ChatClient`, so a rerun costs no model time.
+
+A rewrite whose model call failed (rule `llm_error`: server down, HTTP error) is no rewrite: it
+is left out of the rewrite arm, its acceptance and rejection shares and every metric, counted
+per model, and `run_study` stops (`ModelFailure`) when such failures exceed the allowed share.
 """
 
 from __future__ import annotations
@@ -22,8 +26,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.stats import binomtest
 
 from citegate.config import PipelineConfig
+from citegate.errors import MAX_MODEL_ERROR_SHARE, MODEL_ERROR
+from citegate.errors import check_model_errors as check_statuses
 from citegate.metrics import rate_ci_or_nan
 from citegate.questions import Question, QuestionSet
 from citegate.rewrite import (
@@ -277,18 +284,35 @@ def run_rewrites(
     return pd.DataFrame(rows, columns=list(REWRITE_COLUMNS)), pd.DataFrame(info)
 
 
+def answered(rewrites: pd.DataFrame) -> pd.DataFrame:
+    """The rewrites the model actually wrote: rows whose call failed (`llm_error`) removed."""
+    return rewrites[rewrites["rule"] != MODEL_ERROR] if len(rewrites) else rewrites
+
+
+def check_model_errors(
+    rewrites: pd.DataFrame, max_share: float = MAX_MODEL_ERROR_SHARE
+) -> dict[str, int]:
+    """Failed rewrite calls per model; `ModelFailure` when a model's failed share exceeds
+    `max_share` (an outage must not be scored as rewrites that fell back to the raw query)."""
+    statuses: dict[str, list[str]] = {}
+    for model, reason in zip(rewrites["model"], rewrites["reason"], strict=True):
+        statuses.setdefault(str(model), []).append(str(reason))
+    return check_statuses(statuses, max_share, "rewrite calls")
+
+
 # --------------------------------------------------------------------------- searching
 
 
 def arm_queries(conversations: Sequence[Conversation], rewrites: pd.DataFrame) -> pd.DataFrame:
     """One row per (conversation, arm, model): the text searched for the follow-up. `raw` and
-    `concat` have model ""; `rewrite` has one row per model (its query_used)."""
+    `concat` have model ""; `rewrite` has one row per model (its query_used), none where the
+    model call failed."""
     rows = []
     for conv in conversations:
         base = {"conversation": conv.id, "language": conv.language, "group": conv.followup.group}
         rows.append({**base, "arm": "raw", "model": "", "query": conv.followup.text})
         rows.append({**base, "arm": "concat", "model": "", "query": conv.concat()})
-    for r in rewrites.to_dict("records"):
+    for r in answered(rewrites).to_dict("records"):
         rows.append(
             {
                 "conversation": r["conversation"],
@@ -386,14 +410,18 @@ def run_study(
     max_tokens: int = 64,
     seed: int = 0,
     progress: bool = True,
+    max_error_share: float = MAX_MODEL_ERROR_SHARE,
 ) -> FollowupStudy:
     """Build and sample the conversations of `qset` (within `split`; "all"/None = every split),
-    rewrite every follow-up with each model, search the three arms and score them."""
+    rewrite every follow-up with each model, search the three arms and score them. Raises
+    `ModelFailure` before any search when a model's failed rewrite calls exceed
+    `max_error_share`."""
     qs = [q for q in qset.questions if split in (None, "all", q.split)]
     available = candidate_conversations(qs, seed)
     convs = sample_conversations(available, languages, limit, seed)
     yields = yield_table(qs, available, convs, languages)
     rewrites, model_info = run_rewrites(convs, models, max_tokens=max_tokens, progress=progress)
+    check_model_errors(rewrites, max_error_share)
     results = search_arms(convs, rewrites, qset, corpus, cfg, progress=progress)
     return FollowupStudy(yields, convs, rewrites, model_info, results)
 
@@ -408,14 +436,15 @@ def _share(values: Any) -> float:
 
 def recall_table(results: pd.DataFrame, rewrites: pd.DataFrame, n_boot: int = 1000) -> pd.DataFrame:
     """Per arm, model and language: conversations, recall of the follow-up's gold verse with a
-    95% bootstrap CI, the share of searched queries that name the verse, and for `rewrite` the
-    acceptance rate and the share of model texts keeping the follow-up's identifiers (over
-    follow-ups that have any)."""
+    95% CI, the share of searched queries that name the verse, and for `rewrite` the acceptance
+    rate and the share of model texts keeping the follow-up's identifiers (over follow-ups that
+    have any), both over the rewrites written, and the failed calls ("model errors")."""
     rows = []
     order = {a: i for i, a in enumerate(ARMS)}
     for (arm, model, lang), g in results.groupby(["arm", "model", "language"], sort=False):
         rate, lo, hi = rate_ci_or_nan(g["hit"])
-        rw = rewrites[(rewrites["model"] == model) & (rewrites["language"] == lang)]
+        every = rewrites[(rewrites["model"] == model) & (rewrites["language"] == lang)]
+        rw = answered(every)
         is_rw = arm == "rewrite"
         rows.append(
             {
@@ -430,6 +459,7 @@ def recall_table(results: pd.DataFrame, rewrites: pd.DataFrame, n_boot: int = 10
                 "accepted": _share(rw["accepted"]) if is_rw else np.nan,
                 "identifiers kept": _share(rw["identifiers_kept"]) if is_rw else np.nan,
                 "with identifiers": int(rw["identifiers_kept"].notna().sum()) if is_rw else 0,
+                "model errors": len(every) - len(rw) if is_rw else 0,
             }
         )
     frame = pd.DataFrame(rows)
@@ -440,8 +470,10 @@ def recall_table(results: pd.DataFrame, rewrites: pd.DataFrame, n_boot: int = 10
 
 
 def rejection_table(rewrites: pd.DataFrame) -> pd.DataFrame:
-    """Per model: how many rewrites each validator rule rejected, with one example reason."""
-    rejected = rewrites[~rewrites["accepted"].astype(bool)]
+    """Per model: how many written rewrites each validator rule rejected (share of the rewrites
+    written), with one example reason. Failed calls are no rejections."""
+    rewrites = answered(rewrites)
+    rejected = rewrites[~rewrites["accepted"].astype(bool)] if len(rewrites) else rewrites
     if rejected.empty:
         return pd.DataFrame(columns=["model", "rule", "rejections", "share of rewrites", "example"])
     totals = rewrites.groupby("model").size()
@@ -464,7 +496,7 @@ def examples(rewrites: pd.DataFrame, results: pd.DataFrame, per_model: int = 4) 
     follow-up, the model's text, the verdict, and whether raw and rewrite found the verse."""
     hit = results.set_index(["conversation", "arm", "model"])["hit"]
     rows = []
-    for model, g in rewrites.groupby("model"):
+    for model, g in answered(rewrites).groupby("model"):
         picked = pd.concat(
             [g[g["accepted"]].head(per_model // 2 + per_model % 2), g[~g["accepted"]]]
         ).head(per_model)
@@ -542,8 +574,9 @@ def _pooled(results: pd.DataFrame) -> pd.DataFrame:
 
 def headline(results: pd.DataFrame, rewrites: pd.DataFrame) -> dict[str, float]:
     """MLflow metrics over all languages: `followup_recall_raw`, `followup_recall_concat`,
-    `followup_recall_rewrite.<model>`, `rewrite_accept_rate.<model>`, plus the conversation
-    count and per-language recall (`followup_recall_<arm>[.<model>].<lang>`)."""
+    `followup_recall_rewrite.<model>`, `rewrite_accept_rate.<model>` (over rewrites written),
+    `rewrite_model_error_share.<model>`, plus the conversation count and per-language recall
+    (`followup_recall_<arm>[.<model>].<lang>`)."""
     out: dict[str, float] = {}
     if results.empty:
         return out
@@ -553,7 +586,10 @@ def headline(results: pd.DataFrame, rewrites: pd.DataFrame) -> dict[str, float]:
     for (arm, model, lang), g in results.groupby(["arm", "model", "language"]):
         out[f"{_metric_name(arm, model)}.{lang}"] = float(g["hit"].mean())
     for model, g in rewrites.groupby("model"):
-        out[f"rewrite_accept_rate.{model}"] = float(g["accepted"].astype(bool).mean())
+        out[f"rewrite_model_error_share.{model}"] = float((g["rule"] == MODEL_ERROR).mean())
+        written = answered(g)
+        if len(written):
+            out[f"rewrite_accept_rate.{model}"] = float(written["accepted"].astype(bool).mean())
     return {k: v for k, v in out.items() if np.isfinite(v)}
 
 
@@ -607,7 +643,8 @@ def conclusion(
     results: pd.DataFrame,
     rewrites: pd.DataFrame,
 ) -> str:
-    """Markdown conclusion of the follow-up section, every number from this run."""
+    """Markdown conclusion of the follow-up section: every number from this run, and every
+    verdict chosen by it (the paired comparison decides whether an arm differs from raw)."""
     paired = paired_vs_raw(results) if len(results) else pd.DataFrame()
     lines = ["### Follow-up rewriting: conclusion", ""]
     made = ", ".join(
@@ -622,6 +659,7 @@ def conclusion(
                 f"{r['follow-up candidates']} follow-up candidates among "
                 f"{r['answerable questions']} answerable questions)."
             )
+    lines += _error_lines(rewrites)
     if table.empty:
         lines.append("- Nothing was searched: no conversation was sampled.")
         return "\n".join(lines)
@@ -631,13 +669,19 @@ def conclusion(
         name = r["arm"] + (f" ({r['model']})" if r["model"] else "")
         lines.append(
             f"- {name} / {r['language']} against raw on the same conversations: "
-            f"{r['gains']} found that raw misses, {r['losses']} missed that raw finds."
+            f"{r['gains']} found that raw misses, {r['losses']} missed that raw finds; "
+            f"{_paired_verdict(r['gains'], r['losses'])}."
         )
     raw = table[table["arm"] == "raw"].set_index("language")["recall"]
     for r in table[table["arm"] == "rewrite"].to_dict("records"):
         gain = r["recall"] - raw.get(r["language"], np.nan)
+        accepted = (
+            "no rewrite written"
+            if not np.isfinite(r["accepted"])
+            else f"{r['accepted']:.0%} of rewrites accepted"
+        )
         lines.append(
-            f"- {r['model']} / {r['language']}: {r['accepted']:.0%} of rewrites accepted; "
+            f"- {r['model']} / {r['language']}: {accepted}; "
             f"recall {_signed(gain)} against the raw follow-up; the searched query names the "
             f"verse in {r['query names the verse']:.0%} of conversations."
         )
@@ -657,11 +701,33 @@ def conclusion(
     skipped = models[~models["used"].astype(bool)] if len(models) else models
     for r in skipped.to_dict("records"):
         lines.append(f"- {r['model']} skipped: {r['why']}.")
-    lines.append(
-        "- The intervals are per arm; the gains and losses above are the paired comparison. "
-        "Where intervals overlap and gains barely exceed losses, the arms are not told apart."
-    )
     return "\n".join(lines)
+
+
+def _error_lines(rewrites: pd.DataFrame) -> list[str]:
+    """Failed rewrite calls per model (left out of the rewrite arm and its shares)."""
+    lines = []
+    for model, g in rewrites.groupby("model") if len(rewrites) else []:
+        bad = g[g["rule"] == MODEL_ERROR]
+        if len(bad):
+            lines.append(
+                f"- {model}: {len(bad)} of {len(g)} rewrite calls failed "
+                f"({str(bad['reason'].iloc[0])[:160]}); they are left out of the rewrite arm."
+            )
+    return lines
+
+
+def _paired_verdict(gains: int, losses: int, alpha: float = 0.05) -> str:
+    """Whether the discordant conversations tell an arm from raw: the exact McNemar test (a
+    two-sided binomial test of gains among gains + losses)."""
+    n = gains + losses
+    if not n:
+        return "no conversation differs, so the arms are not told apart"
+    p = binomtest(gains, n, 0.5).pvalue
+    if p < alpha:
+        better = "better" if gains > losses else "worse"
+        return f"{better} than raw at the {alpha:.0%} level (exact McNemar p = {p:.3f})"
+    return f"not told apart from raw (exact McNemar p = {p:.2f})"
 
 
 def _arm_line(g: pd.DataFrame) -> str:
