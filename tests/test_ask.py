@@ -14,7 +14,6 @@ import pytest
 from llm_stub import dead_url
 
 from citegate import fallback as F
-from citegate import llm
 from citegate.cli import main
 from citegate.embed import default_embedder
 from citegate.errors import QuestionError
@@ -31,7 +30,7 @@ TEXT = (
 def db_env(fresh_db: str, conn: psycopg.Connection, monkeypatch: pytest.MonkeyPatch) -> str:
     """DATABASE_URL on a fresh migrated database, and no model keys in the environment."""
     monkeypatch.setenv("DATABASE_URL", fresh_db)
-    for name in ("OPENROUTER_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+    for name in ("OPENROUTER_API_KEY", "OPENROUTER_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     return fresh_db
 
@@ -104,7 +103,7 @@ def kill_the_model_server(monkeypatch: pytest.MonkeyPatch) -> None:
     """Point `chat_client` at a closed loopback port through the OpenRouter route (the OPENAI_*
     route would also switch the embedder to OpenAI: `embed.default_embedder`)."""
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-dead-0000")
-    monkeypatch.setattr(llm, "OPENROUTER_BASE_URL", dead_url())
+    monkeypatch.setenv("OPENROUTER_BASE_URL", dead_url())
 
 
 @pytest.mark.db

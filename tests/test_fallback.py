@@ -16,7 +16,7 @@ from llm_stub import Stub, completion, error, stub_server
 
 from citegate import fallback as F
 from citegate import fallback_study as fs
-from citegate import llm, paths
+from citegate import paths
 from citegate.config import PipelineConfig
 from citegate.errors import CitegateError, ConfigError, ModelFailure, check_model_errors
 from citegate.llm import LOCAL_MODEL_ID, ChatClient, LocalLlamaServer
@@ -359,7 +359,7 @@ def remote_stub_env(
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-stub-0000")
     replies = [reply({**GOOD, "in_scope": False})] * 3 + [DOWN]
     with stub_server(replies) as stub:
-        monkeypatch.setattr(llm, "OPENROUTER_BASE_URL", stub.base_url)
+        monkeypatch.setenv("OPENROUTER_BASE_URL", stub.base_url)
         yield stub
 
 

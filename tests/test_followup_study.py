@@ -13,7 +13,6 @@ import pytest
 from llm_stub import Stub, completion, error, stub_server
 
 from citegate import followup_study as fu
-from citegate import llm
 from citegate.config import PipelineConfig
 from citegate.errors import ModelFailure
 from citegate.llm import ChatClient
@@ -368,7 +367,7 @@ def remote_stub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Stu
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-stub-0000")
     down = (500, error("server down"), {"x-should-retry": "false"})
     with stub_server([(200, completion("BG 2.13 change of bodies")), down]) as stub:
-        monkeypatch.setattr(llm, "OPENROUTER_BASE_URL", stub.base_url)
+        monkeypatch.setenv("OPENROUTER_BASE_URL", stub.base_url)
         yield stub
 
 

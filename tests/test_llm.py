@@ -291,7 +291,7 @@ def test_structured_gives_up_after_one_repair_without_raising(tmp_path: Path) ->
 
 
 def test_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ("OPENROUTER_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+    for name in ("OPENROUTER_API_KEY", "OPENROUTER_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     assert ChatClient.from_env(cache_path=tmp_path / "c.sqlite") is None
 
@@ -306,6 +306,9 @@ def test_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert client is not None and client.model == OPENROUTER_DEFAULT_MODEL
     assert client.base_url == OPENROUTER_BASE_URL
     assert "sk-or-test-1111" not in repr(client) and "sk-or-test-1111" not in str(vars(client))
+    monkeypatch.setenv("OPENROUTER_BASE_URL", "http://127.0.0.1:9/v1")  # a gateway / test server
+    client = ChatClient.from_env(cache_path=tmp_path / "c.sqlite")
+    assert client is not None and client.base_url == "http://127.0.0.1:9/v1"
 
 
 def test_cache_key_ignores_local_port_but_not_params(tmp_path: Path) -> None:

@@ -355,10 +355,13 @@ class ChatClient:
 
     @classmethod
     def from_env(cls, model: str | None = None, **kwargs: Any) -> ChatClient | None:
-        """OpenRouter if `OPENROUTER_API_KEY` is set, else `OPENAI_BASE_URL`+`OPENAI_API_KEY` if
-        both are set, else None (the caller then starts `LocalLlamaServer`)."""
+        """OpenRouter if `OPENROUTER_API_KEY` is set (at `OPENROUTER_BASE_URL` when that is set:
+        a gateway or a test server), else `OPENAI_BASE_URL`+`OPENAI_API_KEY` if both are set,
+        else None (the caller then starts `LocalLlamaServer`). The OPENAI_* route also switches
+        the embedder to OpenAI (`embed.default_embedder`); the OpenRouter route does not."""
         if key := os.environ.get("OPENROUTER_API_KEY"):
-            return cls(model or OPENROUTER_DEFAULT_MODEL, OPENROUTER_BASE_URL, key, **kwargs)
+            base = os.environ.get("OPENROUTER_BASE_URL") or OPENROUTER_BASE_URL
+            return cls(model or OPENROUTER_DEFAULT_MODEL, base, key, **kwargs)
         base, key = os.environ.get("OPENAI_BASE_URL"), os.environ.get("OPENAI_API_KEY")
         if base and key:
             return cls(model or OPENAI_DEFAULT_MODEL, base, key, **kwargs)
