@@ -257,4 +257,7 @@ def test_run_folder_never_leaves_var_runs(tmp_path: Path, tracking: Path) -> Non
     spec = dataclasses.replace(load_spec(write_spec(tmp_path)), name="../../escape")
     with pytest.raises(ConfigError, match="outside"):
         run_folder(spec, "20250101T000000Z", "0123456789abcdef")
+    with pytest.raises(ConfigError, match="outside"):
+        run_experiment(spec)
     assert not (tracking / "escape").exists() and not (tracking / "var" / "escape").exists()
+    assert not (tracking / "mlflow.db").exists()  # refused before an MLflow run was opened

@@ -3,7 +3,10 @@
 Resolves parameters (spec + profile + --set), executes the notebook with papermill into a run
 folder under `var/runs/`, logs one MLflow run (params, metrics, tags, dataset inputs, artifacts),
 renders the report and checks the metrics the spec expects (OK / FAIL per metric). A notebook that
-raises still yields a run, marked FAILED, with whatever it had recorded.
+raises, or whose cell runs past the spec's `timeout_s`, still yields a run, marked FAILED (in MLflow
+too) with whatever it had recorded and the notebook's exception in full; a failed sweep child fails
+its parent. A spec's shape and its parameters (against the notebook's parameters cell) are checked
+when it is loaded, so `--dry-run` reports every mistake before anything runs.
 """
 
 from __future__ import annotations
@@ -420,15 +423,19 @@ def _log_datasets(mlflow: Any, datasets: list[dict[str, Any]]) -> None:
 
     warnings.filterwarnings("ignore", category=UserWarning, module=r"mlflow\.")  # schema hints
     for d in datasets:
-        mlflow.set_tag(
-            f"dataset.{d['name']}",
-            f"rows={d['rows']} digest={d['digest']} build={d['build_id']} source={d['source']}",
+        mlflow.set_tags(
+            safe_mapping(
+                {
+                    f"dataset.{d['name']}": f"rows={d['rows']} digest={d['digest']} "
+                    f"build={d['build_id']} source={d['source']}"
+                }
+            )
         )
         if not d.get("records"):
             continue
         frame = pd.DataFrame(d["records"])
-        ds = from_pandas(frame, source=d["source"], name=d["name"], digest=d["digest"][:36])
-        tags = {"build_id": str(d["build_id"]), "digest": str(d["digest"])}
+        ds = from_pandas(frame, source=scrub(d["source"]), name=d["name"], digest=d["digest"][:36])
+        tags = safe_mapping({"build_id": d["build_id"], "digest": d["digest"]})
         mlflow.log_input(ds, context="evaluation", tags=tags)
 
 
@@ -447,6 +454,7 @@ def run_experiment(
     from citegate.embed import default_embedder
 
     params = spec.resolved(profile, overrides or {})
+    experiment_folder(spec)
     cfg = spec.config(default_embedder().id)
     mlflow.set_tracking_uri(tracking_uri())
     exp_id = experiment_id(mlflow, spec.name)
@@ -468,12 +476,18 @@ def run_experiment(
     return outcome
 
 
-def run_folder(spec: ExperimentSpec, started: str, run_id: str) -> Path:
-    """`var/runs/<name>/<started>-<run id>/` (created), refused if it would leave var/runs."""
+def experiment_folder(spec: ExperimentSpec) -> Path:
+    """`var/runs/<name>/`, refused (before anything runs) if the name would leave var/runs."""
     root = paths.runs_dir().resolve()
-    run_dir = (root / spec.name / f"{started}-{run_id[:8]}").resolve()
-    if not run_dir.is_relative_to(root) or run_dir.parent.parent != root:
+    folder = (root / spec.name).resolve()
+    if folder.parent != root:
         raise ConfigError(f"{spec.path}: name {spec.name!r} puts the run folder outside {root}")
+    return folder
+
+
+def run_folder(spec: ExperimentSpec, started: str, run_id: str) -> Path:
+    """`var/runs/<name>/<started>-<run id>/`, created."""
+    run_dir = experiment_folder(spec) / f"{started}-{run_id[:8]}"
     run_dir.mkdir(parents=True, exist_ok=True)
     return run_dir
 
