@@ -130,7 +130,9 @@ def _scrub_parquet(path: Path) -> bool:
     frame = pd.read_parquet(path)
     changed = False
     for column in frame.columns:
-        if frame[column].dtype == object:
+        if pd.api.types.is_object_dtype(frame[column]) or pd.api.types.is_string_dtype(
+            frame[column]
+        ):
             clean = frame[column].map(lambda v: scrub(v) if isinstance(v, str) else v)
             if not clean.equals(frame[column]):
                 frame[column] = clean
