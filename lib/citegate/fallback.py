@@ -32,7 +32,7 @@ import psycopg
 
 from citegate.config import PipelineConfig
 from citegate.embed import Embedder
-from citegate.errors import QuestionError, is_model_error
+from citegate.errors import is_model_error
 from citegate.llm import (
     LOCAL_MODEL_ID,
     ChatClient,
@@ -43,6 +43,7 @@ from citegate.llm import (
     first_json_object,
     parse_memory_answer,
 )
+from citegate.plan import clean_question
 from citegate.rerank import Reranker
 from citegate.retrieve import Candidate, RetrievalResult, retrieve
 
@@ -88,26 +89,6 @@ _LATIN = re.compile(r"[A-Za-z]")
 
 
 # --------------------------------------------------------------------------- the question
-
-
-def clean_question(text: str) -> str:
-    """The question as the pipeline takes it: control characters other than newline and tab
-    removed, surrounding whitespace stripped. Raises `QuestionError` for a NUL byte (binary
-    input, which PostgreSQL text cannot hold), an empty question, or one without a letter or
-    digit in any script (only emoji, punctuation or symbols): nothing there to search for."""
-    if not isinstance(text, str):
-        raise QuestionError(f"a question must be text, not {type(text).__name__}")
-    if "\x00" in text:
-        raise QuestionError("the question contains a NUL byte (binary data?): send plain text")
-    kept = "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) != "Cc")
-    cleaned = kept.strip()
-    if not cleaned:
-        raise QuestionError("the question is empty (nothing left after trimming whitespace)")
-    if not any(unicodedata.category(ch)[0] in "LN" for ch in cleaned):
-        raise QuestionError(
-            f"the question {cleaned[:40]!r} has no letter or digit in any script: ask in words"
-        )
-    return cleaned
 
 
 # --------------------------------------------------------------------------- language, disclaimer
@@ -659,7 +640,6 @@ __all__ = [
     "admit",
     "answer_turn",
     "ask_fallback",
-    "clean_question",
     "detect_language",
     "disclaimer_present",
     "fallback_turn",

@@ -7,8 +7,11 @@ OpenAI-compatible chat model), the model proposes sub-questions; the plan is par
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from citegate.errors import QuestionError
 
 STOPWORDS = frozenset(
     [
@@ -193,6 +196,26 @@ class Planner(Protocol):
     id: str
 
     def plan(self, question: str) -> QueryPlan: ...
+
+
+def clean_question(text: str) -> str:
+    """The question as the pipeline takes it: control characters other than newline and tab
+    removed, surrounding whitespace stripped. Raises `QuestionError` for a NUL byte (binary
+    input, which PostgreSQL text cannot hold), an empty question, or one without a letter or
+    digit in any script (only emoji, punctuation or symbols): nothing there to search for."""
+    if not isinstance(text, str):
+        raise QuestionError(f"a question must be text, not {type(text).__name__}")
+    if "\x00" in text:
+        raise QuestionError("the question contains a NUL byte (binary data?): send plain text")
+    kept = "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) != "Cc")
+    cleaned = kept.strip()
+    if not cleaned:
+        raise QuestionError("the question is empty (nothing left after trimming whitespace)")
+    if not any(unicodedata.category(ch)[0] in "LN" for ch in cleaned):
+        raise QuestionError(
+            f"the question {cleaned[:40]!r} has no letter or digit in any script: ask in words"
+        )
+    return cleaned
 
 
 def keywords(question: str) -> str:

@@ -24,7 +24,7 @@ from citegate.embed import Embedder
 from citegate.errors import ConfigError
 from citegate.fragments import LIBRARY_KINDS
 from citegate.gate import GateVerdict, verdict
-from citegate.plan import OfflinePlanner, Planner, QueryPlan, keywords
+from citegate.plan import OfflinePlanner, Planner, QueryPlan, clean_question, keywords
 from citegate.rerank import Reranker
 
 FORCING_LANES = ("lexical", "address")
@@ -430,7 +430,9 @@ def retrieve(
     *,
     exact_check: bool = False,
 ) -> RetrievalResult:
-    """The production entry point: the final notes, the gate decision and the full trace."""
+    """The production entry point: the final notes, the gate decision and the full trace.
+    `QuestionError` for a question with nothing to search (`plan.clean_question`)."""
+    question = clean_question(question)
     trace = collect(conn, question, cfg, embedder, reranker, planner, exact_check=exact_check)
     clock = time.perf_counter()
     result = replay(trace, cfg)
