@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from citegate import db
+from citegate.store import db
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -69,9 +69,9 @@ def demo_db(pg_url: str) -> str:
 
     Uses the shared embedding cache, so only a cold machine pays for embedding.
     """
-    from citegate.builds import BUILDS
-    from citegate.embed import default_embedder
-    from citegate.ingest import ingest_corpus
+    from citegate.corpus.builds import BUILDS
+    from citegate.models.embed import default_embedder
+    from citegate.store.ingest import ingest_corpus
 
     with psycopg.connect(pg_url, autocommit=True) as admin:
         admin.execute('DROP DATABASE IF EXISTS "demo" WITH (FORCE)')

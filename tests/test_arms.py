@@ -6,11 +6,11 @@ import itertools
 
 import pytest
 
-from citegate.arms import context_cap, fusion_scores, rrf_cut, two_scale_verdict
-from citegate.config import PipelineConfig
-from citegate.errors import ConfigError
-from citegate.plan import OfflinePlanner
-from citegate.retrieve import Candidate, RetrievalTrace, replay
+from citegate.core.config import PipelineConfig
+from citegate.core.errors import ConfigError
+from citegate.pipeline.arms import context_cap, fusion_scores, rrf_cut, two_scale_verdict
+from citegate.pipeline.plan import OfflinePlanner
+from citegate.pipeline.retrieve import Candidate, RetrievalTrace, replay
 
 ARM = PipelineConfig(arm="rrf_hybrid")
 _ids = itertools.count(1)

@@ -13,13 +13,13 @@ import psycopg
 import pytest
 from llm_stub import dead_url
 
-from citegate import fallback as F
-from citegate import plan
 from citegate.cli import main
-from citegate.embed import default_embedder
-from citegate.errors import QuestionError
-from citegate.ingest import ingest_corpus
-from citegate.retrieve import retrieve
+from citegate.core.errors import QuestionError
+from citegate.models.embed import default_embedder
+from citegate.pipeline import fallback as F
+from citegate.pipeline import plan
+from citegate.pipeline.retrieve import retrieve
+from citegate.store.ingest import ingest_corpus
 
 TEXT = (
     "Arjuna sees his teachers and kinsmen in the opposing army and lays down his bow.\n\n"

@@ -1,4 +1,4 @@
-"""Smoke test of `citegate.bench` at toy sizes: every part runs and reports finite numbers.
+"""Smoke test of `citegate.research.bench` at toy sizes: every part runs and reports finite numbers.
 
 No timing is asserted: the benchmark reports ratios, it does not pass or fail on speed.
 """
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from citegate import bench
-from citegate.fragments import Fragment
+from citegate.core.fragments import Fragment
+from citegate.research import bench
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from citegate import calibration as cal
+from citegate.studies import calibration as cal
 
 
 def _table(loss_cosine: float, loss_rerank: float) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Tests for citegate.chunking: transcript readers, time windows and prose packing."""
+"""Tests for citegate.corpus.chunking: transcript readers, time windows and prose packing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from citegate.chunking import (
+from citegate.core.errors import InputError
+from citegate.corpus.chunking import (
     Segment,
     Window,
     pack_text,
@@ -20,7 +21,6 @@ from citegate.chunking import (
     split_sentences,
     window_transcript,
 )
-from citegate.errors import InputError
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "subtitles"
 

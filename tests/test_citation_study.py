@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 from llm_stub import completion, error, stub_server
 
-from citegate import citation_study as cs
-from citegate.compose import compose
-from citegate.embed import Embedder, default_embedder
-from citegate.errors import ModelFailure
-from citegate.fallback import parse_outline
-from citegate.llm import ChatClient
+from citegate.core.errors import ModelFailure
+from citegate.models.embed import Embedder, default_embedder
+from citegate.models.llm import ChatClient
+from citegate.pipeline.compose import compose
+from citegate.pipeline.fallback import parse_outline
+from citegate.studies import citation as cs
 
 SOUL = (
     "The soul is never born and never dies; it is eternal, unborn and primeval, and it is not "

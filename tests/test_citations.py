@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from citegate.citations import (
+from citegate.models.embed import Embedder, default_embedder
+from citegate.pipeline.citations import (
     DEFAULT_THRESHOLD,
     audit_sourced,
     canonical_marker,
@@ -17,7 +18,6 @@ from citegate.citations import (
     split_claims,
     validate_citations,
 )
-from citegate.embed import Embedder, default_embedder
 
 SOUL = (
     "The soul is never born and never dies; it is eternal, unborn and primeval, and it is not "

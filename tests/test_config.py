@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from citegate.config import PipelineConfig, load_config, save_config
-from citegate.errors import ConfigError
+from citegate.core.config import PipelineConfig, load_config, save_config
+from citegate.core.errors import ConfigError
 
 
 def test_defaults_are_the_design_numbers() -> None:

@@ -6,10 +6,18 @@ import itertools
 
 import pytest
 
-from citegate import gate
-from citegate.config import PipelineConfig
-from citegate.plan import OfflinePlanner
-from citegate.retrieve import Candidate, RetrievalTrace, compact, cut, dedup, replay, reserves
+from citegate.core.config import PipelineConfig
+from citegate.pipeline import gate
+from citegate.pipeline.plan import OfflinePlanner
+from citegate.pipeline.retrieve import (
+    Candidate,
+    RetrievalTrace,
+    compact,
+    cut,
+    dedup,
+    replay,
+    reserves,
+)
 
 CFG = PipelineConfig()
 _ids = itertools.count(1)
@@ -161,7 +169,7 @@ def test_second_round_only_between_the_bounds() -> None:
 
 
 def test_replay_refuses_a_different_collection() -> None:
-    from citegate.errors import ConfigError
+    from citegate.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="lane_k"):
         replay(trace_of([cand(0.5)]), CFG.replace(lane_k=5))

@@ -16,10 +16,11 @@ import numpy as np
 import psycopg
 import pytest
 
-from citegate import db, lanes
 from citegate.cli import main
-from citegate.fragments import Fragment
-from citegate.store import write_batch
+from citegate.core.fragments import Fragment
+from citegate.pipeline import lanes
+from citegate.store import db
+from citegate.store.tables import write_batch
 
 pytestmark = pytest.mark.db
 EMB = "test/emb-4"

@@ -6,7 +6,7 @@ import tomllib
 
 import yaml
 
-from citegate import paths
+from citegate.core import paths
 
 
 def test_environment_yml_matches_pyproject() -> None:

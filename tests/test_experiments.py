@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from citegate import paths
-from citegate.errors import ConfigError
-from citegate.experiments import load_spec, run_experiment
-from citegate.reports import browser_check, chromium
+from citegate.core import paths
+from citegate.core.errors import ConfigError
+from citegate.tracking.reports import browser_check, chromium
+from citegate.tracking.runner import load_spec, run_experiment
 
 PROBE = Path(__file__).parent / "fixtures" / "notebooks" / "probe.ipynb"
 SECRET = "vk-test-Zq81x0PLEASEdontLEAK"

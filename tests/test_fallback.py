@@ -14,14 +14,14 @@ import pandas as pd
 import pytest
 from llm_stub import Stub, completion, error, stub_server
 
-from citegate import fallback as F
-from citegate import fallback_study as fs
-from citegate import paths
-from citegate.config import PipelineConfig
-from citegate.errors import CitegateError, ConfigError, ModelFailure, check_model_errors
-from citegate.llm import LOCAL_MODEL_ID, ChatClient, LocalLlamaServer
-from citegate.questions import Question, QuestionSet
-from citegate.retrieve import Candidate, RetrievalResult
+from citegate.core import paths
+from citegate.core.config import PipelineConfig
+from citegate.core.errors import CitegateError, ConfigError, ModelFailure, check_model_errors
+from citegate.corpus.questions import Question, QuestionSet
+from citegate.models.llm import LOCAL_MODEL_ID, ChatClient, LocalLlamaServer
+from citegate.pipeline import fallback as F
+from citegate.pipeline.retrieve import Candidate, RetrievalResult
+from citegate.studies import fallback as fs
 
 EN, RU = F.DISCLAIMERS["en"], F.DISCLAIMERS["ru"]
 GOOD = {
@@ -547,7 +547,7 @@ def test_ask_answer_shows_the_branch(
 def test_notebook_04_runs_with_tiny_parameters(
     demo_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from citegate.experiments import load_spec, run_experiment
+    from citegate.tracking.runner import load_spec, run_experiment
 
     monkeypatch.setenv("DATABASE_URL", demo_db)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")

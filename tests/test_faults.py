@@ -19,12 +19,13 @@ import pytest
 import yaml
 from llm_stub import completion, stub_server
 
-from citegate import db, paths
-from citegate.cache import DiskCache
 from citegate.cli import main
-from citegate.embed import default_embedder
-from citegate.experiments import load_spec, run_experiment
-from citegate.ingest import ingest_corpus
+from citegate.core import paths
+from citegate.models.cache import DiskCache
+from citegate.models.embed import default_embedder
+from citegate.store import db
+from citegate.store.ingest import ingest_corpus
+from citegate.tracking.runner import load_spec, run_experiment
 
 pytestmark = [pytest.mark.slow, pytest.mark.db]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from citegate import floor_study as fs
+from citegate.studies import floor as fs
 
 
 def _overall(recall_low: float, recall_high: float) -> pd.DataFrame:

@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 from llm_stub import Stub, completion, error, stub_server
 
-from citegate import followup_study as fu
-from citegate.config import PipelineConfig
-from citegate.errors import ModelFailure
-from citegate.llm import ChatClient
-from citegate.questions import Question, QuestionSet, mentions_address
-from citegate.rewrite import rewrite_query
+from citegate.core.config import PipelineConfig
+from citegate.core.errors import ModelFailure
+from citegate.corpus.questions import Question, QuestionSet, mentions_address
+from citegate.models.llm import ChatClient
+from citegate.pipeline.rewrite import rewrite_query
+from citegate.studies import followup as fu
 
 
 def q(qid: str, text: str, group: str, language: str = "en", label: str = "answerable") -> Question:

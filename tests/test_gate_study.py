@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from citegate import gate_study as gs
-from citegate import metrics as M
+from citegate.evaluation import metrics as M
+from citegate.studies import gate as gs
 
 
 def _aurocs(low: float, high: float, auc: float) -> pd.DataFrame:

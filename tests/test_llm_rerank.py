@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citegate.llm_rerank import LLMRelevanceScorer, yes_probability
-from citegate.rerank import CachedReranker, Scorable
+from citegate.models.llm_rerank import LLMRelevanceScorer, yes_probability
+from citegate.models.rerank import CachedReranker, Scorable
 
 QUESTION = "What is the capital of France?"
 

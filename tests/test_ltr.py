@@ -11,9 +11,9 @@ import numpy as np
 import psycopg
 import pytest
 
-from citegate import ltr
-from citegate.errors import ConfigError
-from citegate.retrieve import Candidate
+from citegate.core.errors import ConfigError
+from citegate.models import ltr
+from citegate.pipeline.retrieve import Candidate
 
 
 def cand(
@@ -186,7 +186,7 @@ def test_missing_model_names_the_training_command(
 def test_make_reranker_loads_a_trained_model_uncached(
     tiny_model: ltr.LTRReranker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from citegate.rerank import CachedReranker, make_reranker
+    from citegate.models.rerank import CachedReranker, make_reranker
 
     monkeypatch.setenv("CITEGATE_VAR", str(tmp_path))
     monkeypatch.setenv("CITEGATE_CACHE", str(tmp_path / "cache"))  # not the shared rerank cache
@@ -215,7 +215,7 @@ def test_cli_registers_ltr_train(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_markdown_table() -> None:
     import pandas as pd
 
-    from citegate.rerank_eval import _mrr, _ndcg_at_k, to_markdown
+    from citegate.research.rerank_eval import _mrr, _ndcg_at_k, to_markdown
 
     assert _ndcg_at_k([[5, 1, 2]], [[1]]) == pytest.approx(1 / math.log2(3))
     assert _ndcg_at_k([[1, 2], [3]], [[1, 2], []]) == pytest.approx(1.0)  # no gold: skipped
@@ -231,9 +231,9 @@ def test_markdown_table() -> None:
 def test_train_and_compare_on_a_small_xquad_sample(
     demo: psycopg.Connection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from citegate.embed import default_embedder
-    from citegate.rerank_eval import compare_rerankers
-    from citegate.traces import TraceStore
+    from citegate.models.embed import default_embedder
+    from citegate.research.rerank_eval import compare_rerankers
+    from citegate.research.traces import TraceStore
 
     monkeypatch.setenv("CITEGATE_VAR", str(tmp_path))
     # Traces hold fragment ids of the database they came from: keep the demo's apart.
@@ -256,7 +256,7 @@ def test_train_and_compare_on_a_small_xquad_sample(
 def test_pools_take_texts_by_id_and_flag_stale_traces() -> None:
     from dataclasses import replace
 
-    from citegate.retrieve import RetrievalTrace, text_signature
+    from citegate.pipeline.retrieve import RetrievalTrace, text_signature
 
     class FakeConn:
         def execute(self, sql: str, params: tuple) -> list[tuple[int, str]]:

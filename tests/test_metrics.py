@@ -1,4 +1,4 @@
-"""Tests of citegate.metrics: against scikit-learn where it has the metric, by hand otherwise."""
+"""Tests of citegate.evaluation.metrics: against scikit-learn where it has the metric, by hand otherwise."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from sklearn.calibration import calibration_curve
 from sklearn.metrics import ndcg_score, precision_recall_curve, roc_auc_score, roc_curve
 
-from citegate import metrics as m
+from citegate.evaluation import metrics as m
 
 
 @pytest.fixture()

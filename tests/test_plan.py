@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from llm_stub import completion, stub_server
 
-from citegate.errors import ConfigError
-from citegate.llm import ChatClient
-from citegate.plan import LLMPlanner, OfflinePlanner, keywords, make_planner, parse_plan
+from citegate.core.errors import ConfigError
+from citegate.models.llm import ChatClient
+from citegate.pipeline.plan import LLMPlanner, OfflinePlanner, keywords, make_planner, parse_plan
 
 
 def test_offline_plan_is_the_question_itself() -> None:

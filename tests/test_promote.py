@@ -10,11 +10,11 @@ import psycopg
 import pytest
 import yaml
 
-from citegate import metrics as M
-from citegate import promote as P
-from citegate.config import PipelineConfig, save_config
-from citegate.errors import ConfigError
-from citegate.promote_report import render
+from citegate.core.config import PipelineConfig, save_config
+from citegate.core.errors import ConfigError
+from citegate.evaluation import metrics as M
+from citegate.tracking import promote as P
+from citegate.tracking.promote_report import render
 
 
 @pytest.fixture()
@@ -36,7 +36,7 @@ def crafted_run(tmp_path: Path, **changes: object) -> str:
     """An MLflow run carrying a recommended_config.yaml, like notebook 03 leaves."""
     import mlflow
 
-    from citegate.experiments import tracking_uri
+    from citegate.tracking.runner import tracking_uri
 
     mlflow.set_tracking_uri(tracking_uri())
     cfg = PipelineConfig.from_dict(P.read_production()["pipeline"]).replace(**changes)

@@ -8,11 +8,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from citegate import datacheck, paths
-from citegate.builds import heldout_gita_chapters
-from citegate.embed import default_embedder
-from citegate.errors import InputError
-from citegate.questions import SETS, build_sets, check_set, load_set, resolve_gold
+from citegate.core import paths
+from citegate.core.errors import InputError
+from citegate.corpus import datacheck
+from citegate.corpus.builds import heldout_gita_chapters
+from citegate.corpus.questions import SETS, build_sets, check_set, load_set, resolve_gold
+from citegate.models.embed import default_embedder
 
 
 def test_committed_sets_equal_a_fresh_build() -> None:

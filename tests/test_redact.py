@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from citegate.redact import MASK, safe_mapping, scrub, scrub_tree
+from citegate.core.redact import MASK, safe_mapping, scrub, scrub_tree
 
 KEY = "sk-fake-0123456789abcdefXYZ"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from citegate.config import PipelineConfig
-from citegate.embed import default_embedder
-from citegate.rerank import CosineReranker
-from citegate.retrieve import collect, replay, retrieve
+from citegate.core.config import PipelineConfig
+from citegate.models.embed import default_embedder
+from citegate.models.rerank import CosineReranker
+from citegate.pipeline.retrieve import collect, replay, retrieve
 
 pytestmark = pytest.mark.db
 

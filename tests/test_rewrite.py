@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from llm_stub import completion, stub_server
 
-from citegate.llm import ChatClient, ChatResult
-from citegate.rewrite import (
+from citegate.models.llm import ChatClient, ChatResult
+from citegate.pipeline.rewrite import (
     HISTORY_TURNS,
     REWRITE_SYSTEM,
     build_rewrite_messages,

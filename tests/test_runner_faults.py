@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from citegate import paths
 from citegate.cli import main
-from citegate.errors import ConfigError
-from citegate.experiments import RunOutcome, load_spec, run_experiment, run_folder
-from citegate.recorder import Recorder
+from citegate.core import paths
+from citegate.core.errors import ConfigError
+from citegate.tracking.recorder import Recorder
+from citegate.tracking.runner import RunOutcome, load_spec, run_experiment, run_folder
 
 PROBE = Path(__file__).parent / "fixtures" / "notebooks" / "probe.ipynb"
 FAKE_KEY = "sk-fake-Qm3Zt81PLEASEneverLOGme"

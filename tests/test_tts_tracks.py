@@ -71,7 +71,7 @@ def test_metadata(track_id: str) -> None:
 
 @pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng is not installed")
 def test_resynthesis_is_deterministic(tmp_path: Path) -> None:
-    from citegate.sources import tts_tracks
+    from citegate.corpus.sources import tts_tracks
 
     track = load_track("vivekananda-gita-1")
     installed = subprocess.run(["espeak-ng", "--version"], capture_output=True, text=True).stdout

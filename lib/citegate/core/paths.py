@@ -1,0 +1,37 @@
+"""Every filesystem location citegate uses, derived from the repository root.
+
+Importing this module creates nothing; callers make folders when they write.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+DATA = ROOT / "data"
+CORPORA = DATA / "corpora"
+QUESTIONS = DATA / "questions"
+EXPERIMENTS = ROOT / "experiments"
+NOTEBOOKS = ROOT / "notebooks"
+MIGRATIONS = Path(__file__).resolve().parents[1] / "store" / "migrations"
+
+
+def var_dir() -> Path:
+    """Root of generated state (database, caches, runs); `CITEGATE_VAR` overrides it."""
+    return Path(os.environ.get("CITEGATE_VAR", ROOT / "var"))
+
+
+def pgdata_dir() -> Path:
+    """Data directory of the embedded PostgreSQL server."""
+    return var_dir() / "pgdata"
+
+
+def cache_dir() -> Path:
+    """Disk cache for embeddings, rerank scores and LLM calls."""
+    return Path(os.environ.get("CITEGATE_CACHE", var_dir() / "cache"))
+
+
+def runs_dir() -> Path:
+    """Executed notebooks, reports and figures, one folder per run."""
+    return var_dir() / "runs"

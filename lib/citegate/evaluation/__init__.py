@@ -1,0 +1,1 @@
+"""citegate.evaluation."""

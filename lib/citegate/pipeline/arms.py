@@ -1,0 +1,109 @@
+"""Comparison arms: related designs as named variants of the one pipeline (same lanes, same traces).
+
+- `rrf_hybrid`: lexical (full-text rank) and dense (cosine ≥ 0.45) fused by Reciprocal Rank Fusion
+  (k = 50), then the cross-encoder keeps the top 5, with the context capped at 4000 characters per
+  source;
+- the two-scale confidence gate: answer when the reranker's score reaches 0.45 (sigmoid scale) —
+  or, when no reranker ran, when the fusion score reaches 0.015 (RRF scale).
+Both replay from the production traces, so every arm is measured on the same candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from citegate.core.config import PipelineConfig
+from citegate.pipeline.gate import GateVerdict, lecture_count, max_score
+
+
+def fusion_scores(pool: Sequence[Any], cfg: PipelineConfig) -> dict[int, float]:
+    """RRF score of each round-1 candidate: Σ 1/(k + rank) over the dense list (cosine order,
+    cosine ≥ the dense threshold) and the lexical list (full-text rank order)."""
+    dense = sorted(
+        (c for c in pool if _dense(c) and c.score >= cfg.rrf_dense_threshold),
+        key=lambda c: (-c.score, c.fragment_id),
+    )
+    fused = {c.fragment_id: 1.0 / (cfg.rrf_k + r) for r, c in enumerate(dense, 1)}
+    for c in pool:
+        if c.lex_rank is not None:
+            fused[c.fragment_id] = fused.get(c.fragment_id, 0.0) + 1.0 / (cfg.rrf_k + c.lex_rank)
+    return fused
+
+
+def _dense(c: Any) -> bool:
+    return any(t.startswith("dense:") and t.endswith("@r1") for t in c.lanes)
+
+
+def context_cap(notes: Sequence[Any], chars: int) -> tuple[list[Any], list[Any]]:
+    """Keep notes in order while each source's accumulated text stays within `chars`."""
+    used: dict[str, int] = {}
+    kept, dropped = [], []
+    for c in notes:
+        if used.get(c.source_id, 0) + c.text_len > chars:
+            dropped.append(c)
+            continue
+        used[c.source_id] = used.get(c.source_id, 0) + c.text_len
+        kept.append(c)
+    return kept, dropped
+
+
+def rrf_cut(
+    pool: Sequence[Any],
+    cfg: PipelineConfig,
+    reranked: bool,
+) -> tuple[list[Any], dict[int, str], dict[int, float]]:
+    """Fuse, cap, rerank (when a reranker ran), keep the top k, cap the context per source."""
+    live = [c for c in pool if c.round == 1 and not c.ann_missed]
+    fused = fusion_scores(live, cfg)
+    stage = {c.fragment_id: "dropped:not_fused" for c in pool}
+    ranked = sorted(
+        (c for c in live if c.fragment_id in fused),
+        key=lambda c: (-fused[c.fragment_id], c.fragment_id),
+    )[: cfg.cap]
+    if reranked:
+        ranked.sort(key=lambda c: (-(c.rerank_score or 0.0), -fused[c.fragment_id], c.fragment_id))
+    stage.update((c.fragment_id, "dropped:top_k") for c in ranked[cfg.rrf_top_k :])
+    notes, over = context_cap(ranked[: cfg.rrf_top_k], cfg.rrf_context_chars)
+    stage.update((c.fragment_id, "dropped:context_cap") for c in over)
+    stage.update((c.fragment_id, "kept:top_k") for c in notes)
+    return notes, stage, fused
+
+
+def two_scale_verdict(
+    notes: Sequence[Any], fused: dict[int, float], cfg: PipelineConfig, reranked: bool
+) -> tuple[GateVerdict, float]:
+    """The two-scale gate: which threshold applies depends on whether reranking ran."""
+    if reranked:
+        signal = max((c.rerank_score or 0.0 for c in notes), default=0.0)
+        ok = signal >= cfg.two_scale_rerank
+    else:
+        signal = max((fused.get(c.fragment_id, 0.0) for c in notes), default=0.0)
+        ok = signal >= cfg.two_scale_fusion
+    return GateVerdict(max_score(notes), lecture_count(notes), ok, ok, not ok), signal
+
+
+def rrf_replay(trace: Any, cfg: PipelineConfig) -> Any:
+    """`replay` for the `rrf_hybrid` arm: one round, fusion cut, the configured gate."""
+    from citegate.pipeline.gate import verdict
+    from citegate.pipeline.retrieve import RetrievalResult, RoundResult
+
+    reranked = trace.reranker_id != "none"
+    notes, stage, fused = rrf_cut(trace.candidates, cfg, reranked)
+    if cfg.gate == "two_scale":
+        gate, _ = two_scale_verdict(notes, fused, cfg, reranked)
+    else:
+        gate = verdict(notes, cfg)
+    decision = {"good_enough": "answer", "bail_out": "insufficient"}.get(gate.decision, "weak")
+    return RetrievalResult(
+        tuple(notes), decision, (RoundResult(1, tuple(notes), stage, gate),), trace
+    )
+
+
+def gate_signal(result: Any, cfg: PipelineConfig) -> float:
+    """The value the configured gate thresholds: max cosine, or the two-scale signal."""
+    if cfg.arm != "rrf_hybrid" or cfg.gate != "two_scale":
+        return float(result.max_score)
+    reranked = result.trace.reranker_id != "none"
+    fused = fusion_scores([c for c in result.trace.candidates if c.round == 1], cfg)
+    return two_scale_verdict(result.notes, fused, cfg, reranked)[1]

@@ -1,0 +1,71 @@
+"""The related design's answer writer: prose over numbered sources, every sentence tagged.
+
+The production reply is built from the outline planner's theses (`fallback.outline_call` and
+`fallback.grounded_text`): the model only picks note numbers, the server writes the addresses. The
+comparison design lets the model write the answer itself, citing sources as `[1]`..`[n]` and
+ending each sentence with `[SOURCED]` (stated by a cited source) or `[INFERRED]` (its own
+inference). Such text needs the post-hoc checks of `citegate.pipeline.citations`: claim support, fabricated
+markers, and the [SOURCED] audit. This module only writes it; nothing here checks it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from citegate.models.llm import ChatClient, ChatResult, LLMError
+
+COMPOSE_SYSTEM = (
+    "You answer a question using ONLY the numbered sources given. Write 1 to 4 short sentences in "
+    "the language of the question. End every sentence with the numbers of the sources it comes "
+    "from in square brackets and then the tag [SOURCED], in the form: <sentence> [n] [SOURCED]. "
+    "A sentence that is your own inference, not stated by a source, ends with [INFERRED] instead. "
+    "Never cite a number that is not in the list."
+)
+
+
+@dataclass(frozen=True)
+class Composed:
+    """The written answer (empty on a failed call), the source ids offered (in the answer's id
+    space: "1".."n") with their texts, the call's status, and the call itself."""
+
+    text: str
+    offered: dict[str, str]
+    status: str
+    call: ChatResult | None = None
+
+
+def compose_messages(question: str, sources: Sequence[str], chars: int) -> list[dict[str, str]]:
+    """The writer prompt: sources numbered from 1 (whitespace collapsed, cut at `chars`), then
+    the question."""
+    shown = "\n".join(f"[{i}] {' '.join(t.split())[:chars]}" for i, t in enumerate(sources, 1))
+    return [
+        {"role": "system", "content": COMPOSE_SYSTEM},
+        {"role": "user", "content": f"Sources:\n{shown}\n\nQuestion: {question}"},
+    ]
+
+
+def compose(
+    client: ChatClient,
+    question: str,
+    sources: Sequence[str],
+    *,
+    max_sources: int = 5,
+    chars: int = 300,
+    max_tokens: int = 160,
+) -> Composed:
+    """Write a tagged, cited answer over the first `max_sources` source texts (one cached call).
+    `offered` maps each number shown to the FULL text of that source: what a claim citing it can
+    be checked against. A failed call yields an empty answer and its reason, never an exception."""
+    shown = [t for t in sources[:max_sources] if t.strip()]
+    offered = {str(i): t for i, t in enumerate(shown, 1)}
+    if not shown:
+        return Composed("", offered, "no sources")
+    try:
+        call = client.chat(compose_messages(question, shown, chars), max_tokens=max_tokens)
+    except LLMError as exc:
+        return Composed("", offered, f"llm_error: {exc}")
+    return Composed(call.text.strip(), offered, "ok", call)
+
+
+__all__ = ["COMPOSE_SYSTEM", "Composed", "compose", "compose_messages"]

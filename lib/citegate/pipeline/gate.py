@@ -1,0 +1,75 @@
+"""The coverage gate: plain comparisons on `max_score` = the max COSINE of the ranked set.
+
+Never the rerank score: rerank scores are relative to one question and carry no absolute meaning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from citegate.core.config import PipelineConfig
+
+
+class Scored(Protocol):
+    """A ranked note: its cosine and its kind."""
+
+    score: float
+    kind: str
+
+
+def max_score(notes: Sequence[Scored]) -> float:
+    """Max cosine of the ranked set (0.0 when empty)."""
+    return max((float(n.score) for n in notes), default=0.0)
+
+
+def lecture_count(notes: Sequence[Scored]) -> int:
+    """How many notes are lecture (transcript) chunks."""
+    return sum(1 for n in notes if n.kind == "track_transcript")
+
+
+def is_coverage_sufficient(notes: Sequence[Scored], cfg: PipelineConfig) -> bool:
+    """max ≥ sufficient_score and at least `sufficient_lectures` lecture chunks."""
+    return (
+        max_score(notes) >= cfg.sufficient_score and lecture_count(notes) >= cfg.sufficient_lectures
+    )
+
+
+def is_coverage_good_enough(notes: Sequence[Scored], cfg: PipelineConfig) -> bool:
+    """Sufficient, or max ≥ good_enough_score: stop fanning out."""
+    return is_coverage_sufficient(notes, cfg) or max_score(notes) >= cfg.good_enough_score
+
+
+def should_bail_out(notes: Sequence[Scored], cfg: PipelineConfig) -> bool:
+    """max < bail_out_score: the corpus does not cover the question."""
+    return max_score(notes) < cfg.bail_out_score
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    """The gate's reading of one round."""
+
+    max_score: float
+    lectures: int
+    sufficient: bool
+    good_enough: bool
+    bail_out: bool
+
+    @property
+    def decision(self) -> str:
+        """good_enough (answer), bail_out (corpus insufficient) or between (fan out again)."""
+        if self.good_enough:
+            return "good_enough"
+        return "bail_out" if self.bail_out else "between"
+
+
+def verdict(notes: Sequence[Scored], cfg: PipelineConfig) -> GateVerdict:
+    """Evaluate every gate function on one round's notes."""
+    return GateVerdict(
+        max_score(notes),
+        lecture_count(notes),
+        is_coverage_sufficient(notes, cfg),
+        is_coverage_good_enough(notes, cfg),
+        should_bail_out(notes, cfg),
+    )

@@ -1,0 +1,168 @@
+"""Loading what every experiment needs: sampled question sets, cached traces, resolved gold.
+
+One call gives a notebook the shared retrieval pass (retrieved once per question set, stored
+fragment set, collection config and models; later runs read the trace cache and touch no model).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from citegate.core.config import PipelineConfig
+from citegate.corpus.builds import build_id
+from citegate.corpus.questions import Question, QuestionSet, load_set, resolve_gold
+from citegate.pipeline.retrieve import RetrievalResult, RetrievalTrace, replay
+
+
+@dataclass
+class StudySet:
+    """One question set as used by a run: the sample, its traces and gold fragment ids."""
+
+    qset: QuestionSet
+    corpus: str
+    questions: list[Question]
+    traces: dict[str, RetrievalTrace]
+    gold: dict[str, list[int]]
+
+    def replay_all(self, cfg: PipelineConfig) -> dict[str, RetrievalResult]:
+        """Replay every trace under `cfg` (no database, no model)."""
+        cfg = cfg.replace(corpora=[self.corpus])
+        return {q.id: replay(self.traces[q.id], cfg) for q in self.questions}
+
+
+@dataclass
+class Study:
+    """Every set of one experiment run, plus how long the shared retrieval pass took."""
+
+    sets: dict[str, StudySet]
+    config: PipelineConfig
+    reranker_id: str
+    embedder_id: str
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def sample(
+    questions: Sequence[Question],
+    limit: int,
+    labels: Sequence[str] | None = None,
+) -> list[Question]:
+    """A deterministic sample: up to `limit` questions per label (0 = all), by salted id hash."""
+
+    def order(q: Question) -> str:
+        return hashlib.sha256(f"citegate-sample:{q.id}".encode()).hexdigest()
+
+    out: list[Question] = []
+    for label in labels or sorted({q.label for q in questions}):
+        pool = sorted((q for q in questions if q.label == label), key=order)
+        out += pool[:limit] if limit else pool
+    return out
+
+
+def load_study(
+    set_corpora: dict[str, str],
+    cfg: PipelineConfig,
+    *,
+    limit: int = 0,
+    split: str | None = None,
+    reranker: str | None = None,
+    progress: bool = True,
+) -> Study:
+    """Sample each set (`set name -> corpus build searched`), fetch/collect traces, resolve gold.
+
+    A warm run (all traces cached) opens the database only to resolve gold references.
+    """
+    from citegate.models.embed import default_embedder
+    from citegate.models.rerank import make_reranker
+    from citegate.research.traces import traces_for
+    from citegate.store.db import connect
+
+    emb = default_embedder()
+    cfg = cfg.replace(embedder=emb.id, **({"reranker": reranker} if reranker else {}))
+    rr = make_reranker(cfg.reranker)
+    sets: dict[str, StudySet] = {}
+    seconds: dict[str, float] = {}
+    with connect() as conn:
+        for name, corpus in set_corpora.items():
+            clock = time.perf_counter()
+            qset = load_set(name)
+            qs = [q for q in qset.questions if split in (None, "all", q.split)]
+            qs = sample(qs, limit)
+            set_cfg = cfg.replace(corpora=[corpus])
+            traces = traces_for(conn, qs, set_cfg, emb, rr, progress=progress)
+            gold = resolve_gold(conn, _subset(qset, qs), emb.id) if qset.corpus != "*" else {}
+            sets[name] = StudySet(qset, corpus, qs, traces, gold)
+            seconds[name] = time.perf_counter() - clock
+    return Study(sets, cfg, rr.id, emb.id, seconds)
+
+
+def _subset(qset: QuestionSet, qs: Sequence[Question]) -> QuestionSet:
+    return QuestionSet(qset.name, qset.corpus, tuple(qs))
+
+
+def record_study(rec: object, study: Study) -> None:
+    """Log on a Recorder what the run actually used: each set's sampled questions (id, label,
+    language, split) with its digest and corpus build, the config with the corpora actually
+    searched (not the spec's default), and the model ids."""
+    for name, s in study.sets.items():
+        rec.dataset(  # type: ignore[attr-defined]
+            name,
+            s.qset.digest,
+            len(s.questions),
+            f"data/questions/{name}.jsonl",
+            build_id(s.corpus),
+            records=question_records(s.questions),
+        )
+    rec.config(study.config.replace(corpora=searched_corpora(study)).to_dict())  # type: ignore[attr-defined]
+    rec.note(  # type: ignore[attr-defined]
+        embedder=study.embedder_id,
+        reranker=study.reranker_id,
+        corpus_builds=",".join(sorted({build_id(s.corpus) for s in study.sets.values()})),
+        sample_sizes=",".join(f"{n}:{len(s.questions)}" for n, s in study.sets.items()),
+        retrieval_seconds=round(sum(study.seconds.values()), 2),
+    )
+
+
+def searched_corpora(study: Study) -> tuple[str, ...]:
+    """The corpus builds the study's sets searched, in set order, each once."""
+    return tuple(dict.fromkeys(s.corpus for s in study.sets.values()))
+
+
+def question_records(questions: Sequence[Question]) -> list[dict[str, str]]:
+    """One row per question used (id, label, language, split): a dataset's real rows."""
+    return [
+        {"id": q.id, "label": q.label, "language": q.language, "split": q.split} for q in questions
+    ]
+
+
+def data_table(study: Study) -> Any:
+    """Per set: corpus build searched, digest, and sampled questions by label and language."""
+    import pandas as pd
+
+    rows = []
+    for name, s in study.sets.items():
+        for (label, lang), n in sorted(Counter((q.label, q.language) for q in s.questions).items()):
+            rows.append(
+                {
+                    "set": name,
+                    "searched build": build_id(s.corpus),
+                    "set digest": s.qset.digest[:12],
+                    "label": label,
+                    "language": lang,
+                    "questions": n,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def config_table(study: Study) -> Any:
+    """The pipeline config of the run as a two-column table (every threshold, models)."""
+    import pandas as pd
+
+    d = study.config.to_dict()
+    d["reranker (scores used)"] = study.reranker_id
+    return pd.DataFrame({"key": list(d), "value": [str(v) for v in d.values()]})

@@ -1,0 +1,163 @@
+"""Writing fragments to PostgreSQL and reading corpus statistics.
+
+The retrieval lanes (dense, lexical, address) live in `citegate.pipeline.lanes`; this module only writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import psycopg
+
+from citegate.core.fragments import Fragment
+
+_COLUMNS = (
+    "frag_key",
+    "corpus",
+    "kind",
+    "source_id",
+    "track_id",
+    "start_ms",
+    "end_ms",
+    "book",
+    "loc_token",
+    "addr_label",
+    "text",
+    "lang",
+    "tokens",
+    "content_hash",
+    "embedder_id",
+    "dim",
+    "embedding",
+)
+
+UPSERT_SQL = (
+    f"INSERT INTO fragments ({', '.join(_COLUMNS)}) VALUES ({', '.join(['%s'] * len(_COLUMNS))}) "
+    "ON CONFLICT (embedder_id, corpus, frag_key) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in _COLUMNS[2:])
+    + " WHERE fragments.content_hash IS DISTINCT FROM EXCLUDED.content_hash"
+)
+
+
+def stored_hashes(conn: psycopg.Connection, embedder_id: str, corpus: str) -> dict[str, str]:
+    """frag_key -> content_hash of what is already stored for (embedder, corpus)."""
+    rows = conn.execute(
+        "SELECT frag_key, content_hash FROM fragments WHERE embedder_id = %s AND corpus = %s",
+        (embedder_id, corpus),
+    )
+    return dict(rows.fetchall())
+
+
+def _rows(frags: Sequence[Fragment], vectors: np.ndarray, embedder_id: str) -> list[tuple]:
+    dim = int(vectors.shape[1]) if len(frags) else 0
+    return [
+        (
+            f.key,
+            f.corpus,
+            f.kind,
+            f.source_id,
+            f.track_id,
+            f.start_ms,
+            f.end_ms,
+            f.book,
+            f.loc_token,
+            f.addr_label,
+            f.text,
+            f.lang,
+            f.tokens,
+            f.content_hash,
+            embedder_id,
+            dim,
+            vec,
+        )
+        for f, vec in zip(frags, vectors, strict=True)
+    ]
+
+
+def _upsert(
+    conn: psycopg.Connection, frags: Sequence[Fragment], vectors: np.ndarray, eid: str
+) -> int:
+    if not frags:
+        return 0
+    with conn.cursor() as cur:
+        cur.executemany(UPSERT_SQL, _rows(frags, vectors, eid))
+        return max(cur.rowcount, 0)
+
+
+def write_batch(
+    conn: psycopg.Connection, frags: Sequence[Fragment], vectors: np.ndarray, embedder_id: str
+) -> int:
+    """Upsert one batch in one transaction: all of it lands, or none of it. Returns rows written."""
+    with conn.transaction():
+        return _upsert(conn, frags, vectors, embedder_id)
+
+
+def write_sources(
+    conn: psycopg.Connection,
+    frags: Sequence[Fragment],
+    vectors: np.ndarray,
+    embedder_id: str,
+    corpus: str,
+    *,
+    origin: str | None,
+    delete: Sequence[str] = (),
+) -> tuple[int, int]:
+    """In ONE transaction: upsert whole sources' fragments, delete the `delete` keys of the corpus
+    and record where the corpus came from. Returns (rows written, rows deleted)."""
+    with conn.transaction():
+        written = _upsert(conn, frags, vectors, embedder_id)
+        deleted = 0
+        if delete:
+            deleted = conn.execute(
+                "DELETE FROM fragments WHERE embedder_id = %s AND corpus = %s AND frag_key = ANY(%s)",
+                (embedder_id, corpus, list(delete)),
+            ).rowcount
+        if origin is not None:
+            record_origin(conn, embedder_id, corpus, origin)
+        return written, max(deleted, 0)
+
+
+def record_origin(conn: psycopg.Connection, embedder_id: str, corpus: str, origin: str) -> None:
+    """Remember the source a corpus was ingested from (a built-in build or a resolved path)."""
+    conn.execute(
+        "INSERT INTO corpora (embedder_id, corpus, origin) VALUES (%s, %s, %s) "
+        "ON CONFLICT (embedder_id, corpus) DO UPDATE SET origin = EXCLUDED.origin, updated_at = now()",
+        (embedder_id, corpus, origin),
+    )
+
+
+def corpus_origin(conn: psycopg.Connection, embedder_id: str, corpus: str) -> str | None:
+    """The recorded origin of (embedder, corpus); None when it was never recorded."""
+    row = conn.execute(
+        "SELECT origin FROM corpora WHERE embedder_id = %s AND corpus = %s", (embedder_id, corpus)
+    ).fetchone()
+    return row[0] if row else None
+
+
+def delete_missing(conn: psycopg.Connection, embedder_id: str, corpus: str, keep: set[str]) -> int:
+    """Remove fragments of (embedder, corpus) whose source record is gone; returns rows deleted."""
+    stored = set(stored_hashes(conn, embedder_id, corpus))
+    gone = sorted(stored - keep)
+    if gone:
+        with conn.transaction():
+            conn.execute(
+                "DELETE FROM fragments WHERE embedder_id = %s AND corpus = %s AND frag_key = ANY(%s)",
+                (embedder_id, corpus, gone),
+            )
+    return len(gone)
+
+
+def counts(conn: psycopg.Connection) -> list[tuple[str, str, str, int]]:
+    """(embedder, corpus, kind, fragments) for `citegate doctor`."""
+    return conn.execute(
+        "SELECT embedder_id, corpus, kind, count(*) FROM fragments "
+        "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+    ).fetchall()
+
+
+def vacuum(conn: psycopg.Connection) -> None:
+    """VACUUM ANALYZE after writes: flushes the GIN pending lists (the trigram address lane ran
+    ~28x slower as a sequential scan until autovacuum got to it) and refreshes planner statistics."""
+    if conn.autocommit:
+        conn.execute("VACUUM (ANALYZE) fragments")

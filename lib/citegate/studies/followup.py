@@ -1,0 +1,744 @@
+"""Notebook 01, comparison arm: does rewriting a follow-up question into a standalone query
+recover the recall that an elliptical follow-up loses?
+
+Two-turn conversations are built from real labeled questions: turn 1 names its verse ("In
+Chapter 1, Verse 2, ..."), turn 2 is another question about the SAME verse that names no verse and
+points back elliptically ("How is the army described in the verse?"). Turn 2 is searched three
+ways through the shared, cached retrieval pass (`fallback_study.probe_search`: `traces_for` +
+`replay`, the production code): `raw` (the follow-up alone), `concat` (turn 1 + turn 2, the naive
+baseline) and `rewrite` (`rewrite.rewrite_query`, validated; the raw query on rejection). A hit is
+the follow-up's gold verse among the final notes, by the fragment ids `questions.resolve_gold`
+gives. Model calls are cached on disk by `ChatClient`, so a rerun costs no model time.
+
+A rewrite whose model call failed (rule `llm_error`: server down, HTTP error) is no rewrite: it
+is left out of the rewrite arm, its acceptance and rejection shares and every metric, counted
+per model, and `run_study` stops (`ModelFailure`) when such failures exceed the allowed share.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binomtest
+
+from citegate.core.config import PipelineConfig
+from citegate.core.errors import MAX_MODEL_ERROR_SHARE, MODEL_ERROR
+from citegate.core.errors import check_model_errors as check_statuses
+from citegate.corpus.questions import Question, QuestionSet
+from citegate.corpus.sources.address import find_verse_refs, verse_label
+from citegate.evaluation.metrics import rate_ci_or_nan
+from citegate.pipeline.rewrite import (
+    RewriteResult,
+    code_tokens,
+    echoes_prompt,
+    quoted_strings,
+    rewrite_query,
+)
+
+ARMS = ("raw", "concat", "rewrite")
+SAMPLE_SALT = "citegate-followup-v1"
+
+_DIGITS = str.maketrans("०१२३४५६७८९", "0123456789")
+# "Chapter 2, Verse 66" / "Глава 6, стих 5" / "अध्याय १, श्लोक २" (digits normalized first).
+_CHAPTER_VERSE = re.compile(
+    r"\b(?:chapter|глав[аеыу]?)\s*(\d{1,2})\s*[,:;]?\s*(?:verse|стих[аеу]?)\s*(\d{1,2})\b"
+    r"|अध्याय\s*(\d{1,2})\s*[,:;]?\s*श्लोक\s*(\d{1,2})",
+    re.IGNORECASE,
+)
+# A verse word with a number after it ("as mentioned in Verse 9"): a partial address.
+_VERSE_NUMBER = re.compile(r"(?:\bverses?|\bстих\w*|श्लोक)\s*\d", re.IGNORECASE)
+# The elliptical back-reference a follow-up must carry (no number may follow: see above).
+ELLIPTICAL = re.compile(
+    r"\b(?:the|this|that)\s+(?:verse|text|passage|shloka|sloka)\b"
+    r"|\bстих\w*|\bэтом\s+тексте\b"
+    r"|श्लोक",
+    re.IGNORECASE,
+)
+
+
+# --------------------------------------------------------------------------- conversations
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """Two user turns about one verse: `first` names it, `followup` refers back to it."""
+
+    first: Question
+    followup: Question
+
+    @property
+    def id(self) -> str:
+        """A stable id from both question ids."""
+        return f"{self.first.id}>{self.followup.id}"
+
+    @property
+    def language(self) -> str:
+        """The language of both turns."""
+        return self.followup.language
+
+    @property
+    def history(self) -> list[dict[str, str]]:
+        """What the rewriter sees as history: the first user turn only (no assistant answer)."""
+        return [{"role": "user", "content": self.first.text}]
+
+    def concat(self) -> str:
+        """The naive baseline query: turn 1 and turn 2 joined by a space."""
+        return f"{self.first.text} {self.followup.text}"
+
+
+def named_verses(text: str) -> list[tuple[int, int]]:
+    """Verse addresses a text names: `find_verse_refs` forms (BG 2.13, 2:13) plus "Chapter C,
+    Verse V" in English, Russian and Hindi (Devanagari digits too), in order, unique."""
+    norm = text.translate(_DIGITS)
+    out = list(find_verse_refs(norm))
+    for m in _CHAPTER_VERSE.finditer(norm):
+        groups = [g for g in m.groups() if g is not None]
+        ref = (int(groups[0]), int(groups[1]))
+        if ref not in out:
+            out.append(ref)
+    return out
+
+
+def names_a_verse(text: str) -> bool:
+    """True when a text names any verse, even partially ("in Verse 9")."""
+    return bool(named_verses(text) or _VERSE_NUMBER.search(text.translate(_DIGITS)))
+
+
+def gold_ref(q: Question) -> tuple[int, int] | None:
+    """The (chapter, verse) of a question's single gold verse, or None (no or several golds)."""
+    refs = [r for g in q.gold for r in find_verse_refs(g)]
+    return refs[0] if len(refs) == 1 else None
+
+
+def is_first_turn(q: Question) -> bool:
+    """Turn-1 rule: flagged `mentions_address` AND the text names the question's own gold verse."""
+    ref = gold_ref(q)
+    return q.mentions_address and ref is not None and ref in named_verses(q.text)
+
+
+def is_followup(q: Question) -> bool:
+    """Turn-2 rule: names no verse at all (not even "Verse 9") but refers back elliptically
+    ("the verse", "this verse", "that text", "в этом стихе", "इस श्लोक"). The data's
+    `mentions_address` flag is set by the bare word "verse", so the rule reads the text instead."""
+    return gold_ref(q) is not None and not names_a_verse(q.text) and bool(ELLIPTICAL.search(q.text))
+
+
+def _order(seed: int, key: str) -> str:
+    return hashlib.sha256(f"{SAMPLE_SALT}:{seed}:{key}".encode()).hexdigest()
+
+
+def candidate_conversations(questions: Sequence[Question], seed: int = 0) -> list[Conversation]:
+    """At most one conversation per (verse group, language): among the group's answerable
+    questions, the first turn-1 and the first follow-up in a seeded hash order (deterministic, and
+    stable when unrelated questions are added). Sorted by conversation id."""
+    pools: dict[tuple[str, str], list[Question]] = {}
+    for q in sorted(questions, key=lambda q: q.id):
+        if q.label == "answerable" and q.group:
+            pools.setdefault((q.group, q.language), []).append(q)
+    out = []
+    for qs in pools.values():
+        ranked = sorted(qs, key=lambda q: _order(seed, q.id))
+        first = next((q for q in ranked if is_first_turn(q)), None)
+        follow = next((q for q in ranked if is_followup(q)), None)
+        if first is not None and follow is not None:
+            out.append(Conversation(first, follow))
+    return sorted(out, key=lambda c: c.id)
+
+
+def sample_conversations(
+    conversations: Sequence[Conversation], languages: Sequence[str], limit: int, seed: int = 0
+) -> list[Conversation]:
+    """Up to `limit` conversations per language (0 = all), in a seeded hash order of their ids."""
+    out: list[Conversation] = []
+    for lang in languages:
+        pool = sorted(
+            (c for c in conversations if c.language == lang), key=lambda c: _order(seed, c.id)
+        )
+        out += pool[:limit] if limit else pool
+    return out
+
+
+def yield_table(
+    questions: Sequence[Question],
+    conversations: Sequence[Conversation],
+    sampled: Sequence[Conversation],
+    languages: Sequence[str],
+) -> pd.DataFrame:
+    """Per language: answerable questions, turn-1 and follow-up candidates, the conversations
+    the data yields (one per verse) and how many were sampled."""
+    ans = [q for q in questions if q.label == "answerable"]
+    rows = []
+    for lang in languages:
+        qs = [q for q in ans if q.language == lang]
+        rows.append(
+            {
+                "language": lang,
+                "answerable questions": len(qs),
+                "turn-1 candidates": sum(is_first_turn(q) for q in qs),
+                "follow-up candidates": sum(is_followup(q) for q in qs),
+                "conversations available": sum(c.language == lang for c in conversations),
+                "conversations sampled": sum(c.language == lang for c in sampled),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- rewriting
+
+
+def identifiers(text: str) -> list[str]:
+    """What a rewrite must keep of a follow-up: code tokens, verse addresses, quoted strings."""
+    refs = [verse_label(c, v) for c, v in find_verse_refs(text)]
+    return code_tokens(text) + refs + quoted_strings(text)
+
+
+def identifiers_kept(original: str, rewritten: str | None) -> bool | None:
+    """Whether a model's text keeps every identifier of the original (None: no identifier to keep
+    or no model text). Verse addresses compare as (chapter, verse) pairs, the rest verbatim."""
+    if rewritten is None or not identifiers(original):
+        return None
+    kept_refs = set(find_verse_refs(rewritten))
+    if any(r not in kept_refs for r in find_verse_refs(original)):
+        return False
+    return all(t in rewritten for t in code_tokens(original) + quoted_strings(original))
+
+
+REWRITE_COLUMNS = (
+    "model",
+    "conversation",
+    "language",
+    "group",
+    "first_turn",
+    "followup",
+    "rewritten",
+    "accepted",
+    "reason",
+    "rule",
+    "query_used",
+    "identifiers_kept",
+    "echoes_prompt",
+)
+
+
+def rewrite_row(conv: Conversation, model: str, res: RewriteResult) -> dict[str, Any]:
+    """One rewrite: the conversation, what the model wrote, the verdict and the query used."""
+    return {
+        "model": model,
+        "conversation": conv.id,
+        "language": conv.language,
+        "group": conv.followup.group,
+        "first_turn": conv.first.text,
+        "followup": conv.followup.text,
+        "rewritten": res.rewritten,
+        "accepted": res.accepted,
+        "reason": res.reason,
+        "rule": res.reason.split(":")[0],
+        "query_used": res.query_used,
+        "identifiers_kept": identifiers_kept(conv.followup.text, res.rewritten),
+        "echoes_prompt": echoes_prompt(res.rewritten),
+    }
+
+
+def run_rewrites(
+    conversations: Sequence[Conversation],
+    models: Sequence[str],
+    *,
+    max_tokens: int = 64,
+    progress: bool = False,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every follow-up through `rewrite_query` (history = the first user turn) for every model
+    that is installed. Returns the rewrites (one row each) and the models table (used or skipped,
+    with why, wall seconds and call counts)."""
+    from tqdm.auto import tqdm
+
+    from citegate.studies.fallback import model_client, resolve_models
+
+    usable, skipped = resolve_models(models)
+    rows: list[dict[str, Any]] = []
+    info: list[dict[str, Any]] = [{"model": m, "used": False, "why": w} for m, w in skipped.items()]
+    for name, path in usable.items():
+        clock = time.perf_counter()
+        with model_client(name, path) as client:
+            for conv in tqdm(conversations, desc=f"rewrite {name}", disable=not progress):
+                res = rewrite_query(
+                    client, conv.history, conv.followup.text, turn_index=1, max_tokens=max_tokens
+                )
+                rows.append(rewrite_row(conv, name, res))
+            usage = {k: v for k, v in client.usage.as_dict().items() if k != "attempts"}
+            info.append(
+                {
+                    "model": name,
+                    "used": True,
+                    "why": f"{client.model} ({client.kind})",
+                    "wall_s": time.perf_counter() - clock,
+                    **usage,
+                }
+            )
+    return pd.DataFrame(rows, columns=list(REWRITE_COLUMNS)), pd.DataFrame(info)
+
+
+def answered(rewrites: pd.DataFrame) -> pd.DataFrame:
+    """The rewrites the model actually wrote: rows whose call failed (`llm_error`) removed."""
+    return rewrites[rewrites["rule"] != MODEL_ERROR] if len(rewrites) else rewrites
+
+
+def check_model_errors(
+    rewrites: pd.DataFrame, max_share: float = MAX_MODEL_ERROR_SHARE
+) -> dict[str, int]:
+    """Failed rewrite calls per model; `ModelFailure` when a model's failed share exceeds
+    `max_share` (an outage must not be scored as rewrites that fell back to the raw query)."""
+    statuses: dict[str, list[str]] = {}
+    for model, reason in zip(rewrites["model"], rewrites["reason"], strict=True):
+        statuses.setdefault(str(model), []).append(str(reason))
+    return check_statuses(statuses, max_share, "rewrite calls")
+
+
+# --------------------------------------------------------------------------- searching
+
+
+def arm_queries(conversations: Sequence[Conversation], rewrites: pd.DataFrame) -> pd.DataFrame:
+    """One row per (conversation, arm, model): the text searched for the follow-up. `raw` and
+    `concat` have model ""; `rewrite` has one row per model (its query_used), none where the
+    model call failed."""
+    rows = []
+    for conv in conversations:
+        base = {"conversation": conv.id, "language": conv.language, "group": conv.followup.group}
+        rows.append({**base, "arm": "raw", "model": "", "query": conv.followup.text})
+        rows.append({**base, "arm": "concat", "model": "", "query": conv.concat()})
+    for r in answered(rewrites).to_dict("records"):
+        rows.append(
+            {
+                "conversation": r["conversation"],
+                "language": r["language"],
+                "group": r["group"],
+                "arm": "rewrite",
+                "model": r["model"],
+                "query": r["query_used"],
+                "accepted": r["accepted"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def score_hits(
+    queries: pd.DataFrame, notes: dict[str, Sequence[int]], gold: dict[str, Sequence[int]]
+) -> pd.DataFrame:
+    """Add `hit` (any gold fragment of the conversation among the final notes of its query) and
+    `names_verse` (the searched text names the conversation's verse) to the queries frame.
+    `notes` maps query text -> note fragment ids; `gold` maps conversation id -> gold ids."""
+    hits = [
+        bool(set(gold[c]) & set(notes[q]))
+        for c, q in zip(queries["conversation"], queries["query"], strict=True)
+    ]
+    return queries.assign(hit=hits, names_verse=[names_group(q, g) for q, g in _pairs(queries)])
+
+
+def _pairs(queries: pd.DataFrame) -> list[tuple[str, str]]:
+    return list(zip(queries["query"], queries["group"], strict=True))
+
+
+def names_group(text: str, group: str) -> bool:
+    """Whether a searched text names the verse of a group label such as "BG 2.13"."""
+    refs = find_verse_refs(group)
+    return bool(refs) and refs[0] in named_verses(text)
+
+
+def search_arms(
+    conversations: Sequence[Conversation],
+    rewrites: pd.DataFrame,
+    qset: QuestionSet,
+    corpus: str,
+    cfg: PipelineConfig,
+    *,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Search every arm's query on `corpus` through the cached retrieval pass (`probe_search`,
+    the production retrieve + replay under `cfg`) and score it against the follow-up's gold
+    fragments (`resolve_gold`). One row per (conversation, arm, model)."""
+    from tqdm.auto import tqdm
+
+    from citegate.corpus.questions import resolve_gold
+    from citegate.models.embed import default_embedder
+    from citegate.models.rerank import make_reranker
+    from citegate.store.db import connect
+    from citegate.studies.fallback import probe_search
+
+    queries = arm_queries(conversations, rewrites)
+    emb = default_embedder()
+    cfg = cfg.replace(embedder=emb.id)
+    rr = make_reranker(cfg.reranker)
+    followups = QuestionSet(qset.name, qset.corpus, tuple(c.followup for c in conversations))
+    with connect() as conn:
+        by_qid = resolve_gold(conn, followups, emb.id)
+        search = probe_search(conn, corpus, cfg, emb, rr)
+        texts = list(dict.fromkeys(queries["query"]))
+        notes = {
+            t: [n.fragment_id for n in search(t)]
+            for t in tqdm(texts, desc="search arms", disable=not progress)
+        }
+    gold = {c.id: by_qid[c.followup.id] for c in conversations}
+    return score_hits(queries, notes, gold)
+
+
+@dataclass
+class FollowupStudy:
+    """Everything the section shows: yields, conversations, rewrites, models, scored searches."""
+
+    yields: pd.DataFrame
+    conversations: list[Conversation]
+    rewrites: pd.DataFrame
+    models: pd.DataFrame
+    results: pd.DataFrame
+
+
+def run_study(
+    qset: QuestionSet,
+    corpus: str,
+    cfg: PipelineConfig,
+    *,
+    languages: Sequence[str],
+    limit: int,
+    models: Sequence[str],
+    split: str | None = None,
+    max_tokens: int = 64,
+    seed: int = 0,
+    progress: bool = True,
+    max_error_share: float = MAX_MODEL_ERROR_SHARE,
+) -> FollowupStudy:
+    """Build and sample the conversations of `qset` (within `split`; "all"/None = every split),
+    rewrite every follow-up with each model, search the three arms and score them. Raises
+    `ModelFailure` before any search when a model's failed rewrite calls exceed
+    `max_error_share`."""
+    qs = [q for q in qset.questions if split in (None, "all", q.split)]
+    available = candidate_conversations(qs, seed)
+    convs = sample_conversations(available, languages, limit, seed)
+    yields = yield_table(qs, available, convs, languages)
+    rewrites, model_info = run_rewrites(convs, models, max_tokens=max_tokens, progress=progress)
+    check_model_errors(rewrites, max_error_share)
+    results = search_arms(convs, rewrites, qset, corpus, cfg, progress=progress)
+    return FollowupStudy(yields, convs, rewrites, model_info, results)
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def _share(values: Any) -> float:
+    vals = [bool(v) for v in values if v is not None and not pd.isna(v)]
+    return float(np.mean(vals)) if vals else np.nan
+
+
+def recall_table(results: pd.DataFrame, rewrites: pd.DataFrame, n_boot: int = 1000) -> pd.DataFrame:
+    """Per arm, model and language: conversations, recall of the follow-up's gold verse with a
+    95% CI, the share of searched queries that name the verse, and for `rewrite` the acceptance
+    rate and the share of model texts keeping the follow-up's identifiers (over follow-ups that
+    have any), both over the rewrites written, and the failed calls ("model errors")."""
+    rows = []
+    order = {a: i for i, a in enumerate(ARMS)}
+    for (arm, model, lang), g in results.groupby(["arm", "model", "language"], sort=False):
+        rate, lo, hi = rate_ci_or_nan(g["hit"])
+        every = rewrites[(rewrites["model"] == model) & (rewrites["language"] == lang)]
+        rw = answered(every)
+        is_rw = arm == "rewrite"
+        rows.append(
+            {
+                "arm": arm,
+                "model": model,
+                "language": lang,
+                "conversations": len(g),
+                "recall": rate,
+                "recall lo": lo,
+                "recall hi": hi,
+                "query names the verse": _share(g["names_verse"]),
+                "accepted": _share(rw["accepted"]) if is_rw else np.nan,
+                "identifiers kept": _share(rw["identifiers_kept"]) if is_rw else np.nan,
+                "with identifiers": int(rw["identifiers_kept"].notna().sum()) if is_rw else 0,
+                "model errors": len(every) - len(rw) if is_rw else 0,
+            }
+        )
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    key = frame["arm"].map(order)
+    return frame.assign(_k=key).sort_values(["_k", "model", "language"]).drop(columns="_k")
+
+
+def rejection_table(rewrites: pd.DataFrame) -> pd.DataFrame:
+    """Per model: how many written rewrites each validator rule rejected (share of the rewrites
+    written), with one example reason. Failed calls are no rejections."""
+    rewrites = answered(rewrites)
+    rejected = rewrites[~rewrites["accepted"].astype(bool)] if len(rewrites) else rewrites
+    if rejected.empty:
+        return pd.DataFrame(columns=["model", "rule", "rejections", "share of rewrites", "example"])
+    totals = rewrites.groupby("model").size()
+    rows = []
+    for (model, rule), g in rejected.groupby(["model", "rule"]):
+        rows.append(
+            {
+                "model": model,
+                "rule": rule,
+                "rejections": len(g),
+                "share of rewrites": len(g) / totals[model],
+                "example": str(g["reason"].iloc[0])[:160],
+            }
+        )
+    return pd.DataFrame(rows).sort_values(["model", "rejections"], ascending=[True, False])
+
+
+def examples(rewrites: pd.DataFrame, results: pd.DataFrame, per_model: int = 4) -> pd.DataFrame:
+    """A few rewrites per model (accepted and rejected mixed, in conversation order): the
+    follow-up, the model's text, the verdict, and whether raw and rewrite found the verse."""
+    hit = results.set_index(["conversation", "arm", "model"])["hit"]
+    rows = []
+    for model, g in answered(rewrites).groupby("model"):
+        picked = pd.concat(
+            [g[g["accepted"]].head(per_model // 2 + per_model % 2), g[~g["accepted"]]]
+        ).head(per_model)
+        for r in picked.to_dict("records"):
+            rows.append(
+                {
+                    "model": model,
+                    "language": r["language"],
+                    "follow-up": r["followup"],
+                    "rewrite": (r["rewritten"] or "")[:200],
+                    "accepted": r["accepted"],
+                    "reason": r["reason"][:120],
+                    "raw hit": bool(hit.get((r["conversation"], "raw", ""), False)),
+                    "rewrite hit": bool(hit.get((r["conversation"], "rewrite", model), False)),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- figure
+
+
+def plot_recall(table: pd.DataFrame) -> Any:
+    """Recall of the follow-up's verse by arm (rewrite per model), one bar per language, with
+    95% bootstrap CIs."""
+    import matplotlib.pyplot as plt
+
+    if table.empty:
+        fig, ax = plt.subplots(figsize=(6, 1.5))
+        ax.text(0.5, 0.5, "no follow-up conversation sampled", ha="center", va="center")
+        ax.set_axis_off()
+        return fig
+    labels = list(
+        dict.fromkeys(_arm_label(a, m) for a, m in zip(table["arm"], table["model"], strict=True))
+    )
+    langs = list(dict.fromkeys(table["language"]))
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(labels)), 3.8))
+    width = 0.8 / max(len(langs), 1)
+    x = np.arange(len(labels))
+    for i, lang in enumerate(langs):
+        sub = table[table["language"] == lang]
+        idx = [
+            labels.index(_arm_label(a, m)) for a, m in zip(sub["arm"], sub["model"], strict=True)
+        ]
+        err = np.vstack([sub["recall"] - sub["recall lo"], sub["recall hi"] - sub["recall"]])
+        ax.bar(
+            x[idx] + (i - (len(langs) - 1) / 2) * width,
+            sub["recall"],
+            width,
+            yerr=err.clip(min=0),
+            capsize=3,
+            label=f"{lang} (n={int(sub['conversations'].max())})",
+            color=f"C{i}",
+        )
+    ax.set_xticks(x, labels, fontsize=8)
+    ax.set(ylim=(0, 1.05), ylabel="follow-up recall (gold verse in final notes)")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _arm_label(arm: str, model: str) -> str:
+    return f"{arm}\n{model}" if model else arm
+
+
+# --------------------------------------------------------------------------- metrics, conclusion
+
+
+def _pooled(results: pd.DataFrame) -> pd.DataFrame:
+    return results.groupby(["arm", "model"], as_index=False).agg(
+        n=("hit", "size"), recall=("hit", "mean")
+    )
+
+
+def headline(results: pd.DataFrame, rewrites: pd.DataFrame) -> dict[str, float]:
+    """MLflow metrics over all languages: `followup_recall_raw`, `followup_recall_concat`,
+    `followup_recall_rewrite.<model>`, `rewrite_accept_rate.<model>` (over rewrites written),
+    `rewrite_model_error_share.<model>`, plus the conversation count and per-language recall
+    (`followup_recall_<arm>[.<model>].<lang>`)."""
+    out: dict[str, float] = {}
+    if results.empty:
+        return out
+    out["followup_conversations"] = float(results["conversation"].nunique())
+    for r in _pooled(results).to_dict("records"):
+        out[_metric_name(r["arm"], r["model"])] = float(r["recall"])
+    for (arm, model, lang), g in results.groupby(["arm", "model", "language"]):
+        out[f"{_metric_name(arm, model)}.{lang}"] = float(g["hit"].mean())
+    for model, g in rewrites.groupby("model"):
+        out[f"rewrite_model_error_share.{model}"] = float((g["rule"] == MODEL_ERROR).mean())
+        written = answered(g)
+        if len(written):
+            out[f"rewrite_accept_rate.{model}"] = float(written["accepted"].astype(bool).mean())
+    return {k: v for k, v in out.items() if np.isfinite(v)}
+
+
+def model_notes(models: pd.DataFrame) -> dict[str, str]:
+    """Run facts for tags: the rewrite models used and the ones skipped (with why)."""
+    if models.empty:
+        return {"rewrite_models": "", "rewrite_skipped_models": ""}
+    used = models[models["used"].astype(bool)]
+    skipped = models[~models["used"].astype(bool)]
+    return {
+        "rewrite_models": ",".join(
+            f"{m} ({w})" for m, w in zip(used["model"], used["why"], strict=True)
+        ),
+        "rewrite_skipped_models": "; ".join(
+            f"{m}: {w}" for m, w in zip(skipped["model"], skipped["why"], strict=True)
+        ),
+    }
+
+
+def paired_vs_raw(results: pd.DataFrame) -> pd.DataFrame:
+    """Per non-raw arm, model and language, on the same conversations: how many the arm finds
+    that raw misses (gains) and how many raw finds that the arm misses (losses)."""
+    raw = results[results["arm"] == "raw"].set_index("conversation")["hit"]
+    rows = []
+    for (arm, model, lang), g in results[results["arm"] != "raw"].groupby(
+        ["arm", "model", "language"], sort=False
+    ):
+        base = raw.reindex(g["conversation"]).to_numpy(dtype=bool)
+        hit = g["hit"].to_numpy(dtype=bool)
+        rows.append(
+            {
+                "arm": arm,
+                "model": model,
+                "language": lang,
+                "gains": int((hit & ~base).sum()),
+                "losses": int((~hit & base).sum()),
+            }
+        )
+    return pd.DataFrame(rows, columns=["arm", "model", "language", "gains", "losses"])
+
+
+def _metric_name(arm: str, model: str) -> str:
+    return f"followup_recall_{arm}" + (f".{model}" if model else "")
+
+
+def conclusion(
+    table: pd.DataFrame,
+    rejections: pd.DataFrame,
+    yields: pd.DataFrame,
+    models: pd.DataFrame,
+    results: pd.DataFrame,
+    rewrites: pd.DataFrame,
+) -> str:
+    """Markdown conclusion of the follow-up section: every number from this run, and every
+    verdict chosen by it (the paired comparison decides whether an arm differs from raw)."""
+    paired = paired_vs_raw(results) if len(results) else pd.DataFrame()
+    lines = ["### Follow-up rewriting: conclusion", ""]
+    made = ", ".join(
+        f"{r['language']} {r['conversations available']}" for r in yields.to_dict("records")
+    )
+    lines.append(f"- Conversations the data yields (one per verse): {made}.")
+    for r in yields.to_dict("records"):
+        if not r["conversations available"]:
+            lines.append(
+                f"- No conversation in {r['language']}: no verse has both a question naming it "
+                f"and an elliptical follow-up ({r['turn-1 candidates']} turn-1 and "
+                f"{r['follow-up candidates']} follow-up candidates among "
+                f"{r['answerable questions']} answerable questions)."
+            )
+    lines += _error_lines(rewrites)
+    if table.empty:
+        lines.append("- Nothing was searched: no conversation was sampled.")
+        return "\n".join(lines)
+    for lang, g in table.groupby("language", sort=False):
+        lines.append(f"- **{lang}** (n={int(g['conversations'].max())}): " + _arm_line(g) + ".")
+    for r in paired.to_dict("records"):
+        name = r["arm"] + (f" ({r['model']})" if r["model"] else "")
+        lines.append(
+            f"- {name} / {r['language']} against raw on the same conversations: "
+            f"{r['gains']} found that raw misses, {r['losses']} missed that raw finds; "
+            f"{_paired_verdict(r['gains'], r['losses'])}."
+        )
+    raw = table[table["arm"] == "raw"].set_index("language")["recall"]
+    for r in table[table["arm"] == "rewrite"].to_dict("records"):
+        gain = r["recall"] - raw.get(r["language"], np.nan)
+        accepted = (
+            "no rewrite written"
+            if not np.isfinite(r["accepted"])
+            else f"{r['accepted']:.0%} of rewrites accepted"
+        )
+        lines.append(
+            f"- {r['model']} / {r['language']}: {accepted}; "
+            f"recall {_signed(gain)} against the raw follow-up; the searched query names the "
+            f"verse in {r['query names the verse']:.0%} of conversations."
+        )
+    for model, g in rewrites[rewrites["accepted"].astype(bool)].groupby("model"):
+        echo = int(g["echoes_prompt"].astype(bool).sum())
+        if echo:
+            lines.append(
+                f"- {model}: {echo} of its {len(g)} accepted rewrites echo the prompt's data block "
+                "(a JSON turn or its tags) instead of a query, yet passed the validator."
+            )
+    for model, g in rejections.groupby("model"):
+        top = g.sort_values("rejections", ascending=False).iloc[0]
+        lines.append(
+            f"- {model}: most rejections by `{top['rule']}` ({int(top['rejections'])}, "
+            f"{top['share of rewrites']:.0%} of its rewrites)."
+        )
+    skipped = models[~models["used"].astype(bool)] if len(models) else models
+    for r in skipped.to_dict("records"):
+        lines.append(f"- {r['model']} skipped: {r['why']}.")
+    return "\n".join(lines)
+
+
+def _error_lines(rewrites: pd.DataFrame) -> list[str]:
+    """Failed rewrite calls per model (left out of the rewrite arm and its shares)."""
+    lines = []
+    for model, g in rewrites.groupby("model") if len(rewrites) else []:
+        bad = g[g["rule"] == MODEL_ERROR]
+        if len(bad):
+            lines.append(
+                f"- {model}: {len(bad)} of {len(g)} rewrite calls failed "
+                f"({str(bad['reason'].iloc[0])[:160]}); they are left out of the rewrite arm."
+            )
+    return lines
+
+
+def _paired_verdict(gains: int, losses: int, alpha: float = 0.05) -> str:
+    """Whether the discordant conversations tell an arm from raw: the exact McNemar test (a
+    two-sided binomial test of gains among gains + losses)."""
+    n = gains + losses
+    if not n:
+        return "no conversation differs, so the arms are not told apart"
+    p = binomtest(gains, n, 0.5).pvalue
+    if p < alpha:
+        better = "better" if gains > losses else "worse"
+        return f"{better} than raw at the {alpha:.0%} level (exact McNemar p = {p:.3f})"
+    return f"not told apart from raw (exact McNemar p = {p:.2f})"
+
+
+def _arm_line(g: pd.DataFrame) -> str:
+    parts = []
+    for r in g.to_dict("records"):
+        name = r["arm"] + (f" ({r['model']})" if r["model"] else "")
+        parts.append(f"{name} {r['recall']:.0%} (95% CI {r['recall lo']:.0%}–{r['recall hi']:.0%})")
+    return "; ".join(parts)
+
+
+def _signed(x: float) -> str:
+    if not np.isfinite(x):
+        return "not comparable"
+    return f"{'+' if x >= 0 else '−'}{abs(x) * 100:.0f} points"

@@ -1,0 +1,667 @@
+"""Promoting a tuned config to production: gated, versioned, reversible.
+
+The production file (`experiments/production.yaml`) holds the full `PipelineConfig`, its provenance
+and the metrics it was accepted on. `citegate promote RUN_ID` reads the config a run recommends,
+diffs it against production, evaluates both on the TEST split with the same cached traces, and
+writes the file only if the candidate loses on no guard metric beyond its tolerance (`--force` with
+a reason overrides, and says so). Every promotion is an MLflow run, and the file is registered in
+the MLflow Model Registry with aliases `production` and `previous`; `--rollback` restores the
+previous file byte for byte by the same path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import getpass
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from citegate.core import paths
+from citegate.core.config import PipelineConfig, load_config
+from citegate.core.errors import ConfigError
+from citegate.corpus.questions import LABELS
+from citegate.evaluation import metrics as M
+
+PRODUCTION = paths.EXPERIMENTS / "production.yaml"
+GUARDS = paths.EXPERIMENTS / "guards.yaml"
+REGISTERED_NAME = "citegate-pipeline-config"
+FILE_HEADER = (
+    "# Production configuration of the citegate pipeline. Written by `citegate promote`;\n"
+    "# read by citegate.load_production_config(). Do not edit by hand: promote instead.\n"
+)
+
+
+# ---------------------------------------------------------------- the production file
+
+
+TOP_LEVEL_KEYS = ("version", "pipeline", "provenance", "accepted_on")
+# Names a version-2 file used for metrics that pooled every kind of negative; read as the
+# explicit pooled names so nobody mistakes them for the per-kind guards of later versions.
+LEGACY_METRICS = {
+    "false_answer_rate": "false_answer_rate.pooled",
+    "gate_auroc": "gate_auroc.pooled",
+}
+
+
+def read_production(path: Path | None = None) -> dict[str, Any]:
+    """The production document: {version, pipeline, provenance, accepted_on}, validated.
+
+    Refused with a ConfigError naming the file and key: unknown top-level keys, a version that
+    is not a positive integer, a pipeline that is not a non-empty mapping (an empty one would
+    silently mean the design defaults), a missing provenance. `accepted_on` metric names of
+    version-2 files are renamed to their explicit pooled names (`LEGACY_METRICS`).
+    """
+    path = Path(path or PRODUCTION)
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read the production config: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{path}: expected a mapping with keys {list(TOP_LEVEL_KEYS)}")
+    _check_document(doc, path)
+    PipelineConfig.from_dict(doc["pipeline"], source=f"{path}: pipeline")
+    return {**doc, "accepted_on": accepted_metrics(doc.get("accepted_on") or {})}
+
+
+def _check_document(doc: dict[str, Any], path: Path) -> None:
+    """Raise a ConfigError naming the first key of the production file that is wrong."""
+    unknown = sorted(map(str, set(doc) - set(TOP_LEVEL_KEYS)))
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown top-level key(s) {unknown}; known: {list(TOP_LEVEL_KEYS)}"
+        )
+    missing = [k for k in ("version", "pipeline", "provenance") if k not in doc]
+    if missing:
+        raise ConfigError(f"{path}: missing key(s) {missing}")
+    version = doc["version"]
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ConfigError(f"{path}: version must be a positive integer, got {version!r}")
+    if not isinstance(doc["pipeline"], dict) or not doc["pipeline"]:
+        raise ConfigError(
+            f"{path}: pipeline must be a non-empty mapping of config keys, got {doc['pipeline']!r}"
+        )
+    if not isinstance(doc["provenance"], dict):
+        raise ConfigError(f"{path}: provenance must be a mapping, got {doc['provenance']!r}")
+    if doc.get("accepted_on") is not None and not isinstance(doc["accepted_on"], dict):
+        raise ConfigError(f"{path}: accepted_on must be a mapping of metric names")
+
+
+def accepted_metrics(accepted_on: dict[str, Any]) -> dict[str, Any]:
+    """`accepted_on` with legacy pooled metric names replaced by their explicit names."""
+    return {LEGACY_METRICS.get(k, k): v for k, v in accepted_on.items()}
+
+
+def corpus_embedders(conn: Any, corpora: tuple[str, ...]) -> set[str]:
+    """Embedder ids the given corpora were embedded with."""
+    rows = conn.execute(
+        "SELECT DISTINCT embedder_id FROM fragments WHERE corpus = ANY(%s)", (list(corpora),)
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def load_production_config(path: Path | None = None, conn: Any | None = None) -> PipelineConfig:
+    """What a production service calls: the validated production config, refused when its embedder
+    differs from the one its corpora were embedded with (vectors of two embedders never mix)."""
+    doc = read_production(path)
+    cfg = PipelineConfig.from_dict(doc["pipeline"], source=str(path or PRODUCTION))
+    if conn is None:
+        from citegate.store.db import connect
+
+        with connect() as c:
+            return _check_embedder(cfg, corpus_embedders(c, cfg.corpora), path)
+    return _check_embedder(cfg, corpus_embedders(conn, cfg.corpora), path)
+
+
+def _check_embedder(cfg: PipelineConfig, found: set[str], path: Path | None) -> PipelineConfig:
+    if not found:
+        raise ConfigError(f"{path or PRODUCTION}: corpora {list(cfg.corpora)} are not ingested")
+    if cfg.embedder not in found:
+        raise ConfigError(
+            f"{path or PRODUCTION}: config embedder {cfg.embedder!r} differs from the "
+            f"corpus embedder(s) {sorted(found)}; re-ingest or fix the config"
+        )
+    return cfg
+
+
+def render_production(
+    cfg: PipelineConfig, provenance: dict[str, Any], accepted_on: dict[str, Any], version: int
+) -> str:
+    """The production file's text (deterministic key order)."""
+    doc = {
+        "version": version,
+        "pipeline": cfg.to_dict(),
+        "provenance": provenance,
+        "accepted_on": accepted_on,
+    }
+    return FILE_HEADER + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+
+
+def diff(old: PipelineConfig, new: PipelineConfig) -> list[tuple[str, Any, Any]]:
+    """Every changed key as (key, old, new), in declaration order."""
+    a, b = old.to_dict(), new.to_dict()
+    return [(k, a[k], b[k]) for k in a if a[k] != b[k]]
+
+
+def format_diff(changes: list[tuple[str, Any, Any]]) -> str:
+    """`key: old → new`, one per line."""
+    return "\n".join(f"  {k}: {o} → {n}" for k, o, n in changes) or "  (no change)"
+
+
+# ---------------------------------------------------------------- guard metrics
+
+
+NEGATIVE_KINDS = tuple(label for label in LABELS if label != "answerable")
+METRIC_BASES = ("false_answer_rate", "answer_rate", "recall_at_16", "gate_auroc")
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A metric that must not get worse by more than `tolerance` (direction: higher or lower)."""
+
+    metric: str
+    better: str
+    tolerance: float
+
+    def passes(self, candidate: float, production: float) -> bool:
+        """True when the candidate is no worse than production beyond the tolerance."""
+        if self.better == "higher":
+            return candidate >= production - self.tolerance
+        return candidate <= production + self.tolerance
+
+
+def load_guards(path: Path | None = None) -> tuple[dict[str, Any], list[Guard]]:
+    """The evaluation settings and guard metrics declared in `experiments/guards.yaml`."""
+    path = Path(path or GUARDS)
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        evaluation = doc["evaluation"]
+        guards = [Guard(g["metric"], g["better"], float(g["tolerance"])) for g in doc["guards"]]
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read the guards: {exc}") from exc
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"{path}: needs `evaluation` and `guards` (each with metric, better, tolerance): "
+            f"{exc!r}"
+        ) from exc
+    bad = [g.metric for g in guards if g.better not in ("higher", "lower")]
+    if bad:
+        raise ConfigError(f"{path}: 'better' must be higher or lower for {bad}")
+    for g in guards:
+        _check_guard_name(g.metric, path)
+    return evaluation, guards
+
+
+def _check_guard_name(metric: str, path: Path) -> None:
+    """A guard names a metric `evaluate` can produce: a known base, a per-kind one where needed."""
+    base, _, suffix = metric.partition(".")
+    if base not in METRIC_BASES:
+        raise ConfigError(
+            f"{path}: guard metric {metric!r} is unknown; bases: {list(METRIC_BASES)}"
+        )
+    kind = suffix.partition(".")[0]
+    if base in ("false_answer_rate", "gate_auroc") and kind not in (*NEGATIVE_KINDS, "pooled"):
+        kinds = ", ".join(f"{base}.{k}" for k in NEGATIVE_KINDS)
+        raise ConfigError(
+            f"{path}: guard metric {metric!r} must name a kind of negative ({kinds}); "
+            "pooling the kinds mixes easy and hard negatives"
+        )
+
+
+@dataclass(frozen=True)
+class EvalRow:
+    """One test question replayed under a config: what the guard metrics are computed from."""
+
+    label: str  # answerable | out_of_corpus | out_of_scope
+    language: str
+    group: str  # questions of one group (verse, article) are resampled together
+    answered: bool  # the gate's decision was "answer"
+    max_score: float  # the gate signal (max cosine of the final notes)
+    gold_hit: bool | None  # a gold fragment is among the final notes; None without gold
+
+
+def describe_metric(name: str) -> str:
+    """What a metric `compute_metrics` produces measures, in one phrase."""
+    base, _, rest = name.partition(".")
+    kind, _, lang = rest.partition(".")
+    if base == "false_answer_rate":
+        what = "all unanswerable kinds pooled" if kind == "pooled" else kind
+        text = f"share of {what} questions the gate answers"
+    elif base == "gate_auroc":
+        what = "all unanswerable kinds pooled" if kind == "pooled" else kind
+        text = f"AUROC of max cosine, answerable vs {what} (question groups resampled)"
+    elif base == "answer_rate":
+        text, lang = "share of answerable questions the gate answers", kind
+    elif base == "recall_at_16":
+        text = "share of answerable questions with a gold fragment among the final notes"
+        lang = kind
+    else:
+        return name
+    return f"{text}, language {lang}" if lang else text
+
+
+def compute_metrics(
+    rows: list[EvalRow], n_boot: int = 500, seed: int = 0, alpha: float = 0.05
+) -> dict[str, dict[str, float]]:
+    """Guard and reported metrics of replayed questions: metric -> {value, low, high, n}.
+
+    Rates (Wilson intervals): `answer_rate`, `recall_at_16`, `false_answer_rate.<kind>` per kind
+    of negative, and each per language (`answer_rate.en`, `false_answer_rate.out_of_corpus.ru`).
+    AUROC of max cosine (cluster bootstrap over question groups, as notebook 03):
+    `gate_auroc.<kind>`. Both also pooled over the kinds (`.pooled`, reported for comparison
+    with version-2 files whose names meant that). A metric without observations is absent.
+    """
+    out: dict[str, dict[str, float]] = {}
+    pos = [r for r in rows if r.label == "answerable"]
+    _add_rate(out, "answer_rate", [r.answered for r in pos], alpha)
+    _add_rate(out, "recall_at_16", [r.gold_hit for r in pos if r.gold_hit is not None], alpha)
+    for lang in sorted({r.language for r in pos}):
+        mine = [r for r in pos if r.language == lang]
+        _add_rate(out, f"answer_rate.{lang}", [r.answered for r in mine], alpha)
+        hits = [r.gold_hit for r in mine if r.gold_hit is not None]
+        _add_rate(out, f"recall_at_16.{lang}", hits, alpha)
+    kinds = sorted({r.label for r in rows} - {"answerable"})
+    negatives = {k: [r for r in rows if r.label == k] for k in kinds}
+    if len(kinds) > 1:
+        negatives["pooled"] = [r for r in rows if r.label != "answerable"]
+    for kind, neg in negatives.items():
+        _add_rate(out, f"false_answer_rate.{kind}", [r.answered for r in neg], alpha)
+        if kind != "pooled":
+            for lang in sorted({r.language for r in neg}):
+                flags = [r.answered for r in neg if r.language == lang]
+                _add_rate(out, f"false_answer_rate.{kind}.{lang}", flags, alpha)
+        _add_auroc(out, f"gate_auroc.{kind}", pos + neg, n_boot, seed, alpha)
+    return out
+
+
+def _add_rate(out: dict[str, dict[str, float]], name: str, flags: list[bool], alpha: float) -> None:
+    if flags:
+        rate, lo, hi = M.rate_ci(np.array(flags, dtype=bool), alpha=alpha)
+        out[name] = {"value": rate, "low": lo, "high": hi, "n": float(len(flags))}
+
+
+def _add_auroc(
+    out: dict[str, dict[str, float]],
+    name: str,
+    rows: list[EvalRow],
+    n_boot: int,
+    seed: int,
+    alpha: float,
+) -> None:
+    y = np.array([r.label == "answerable" for r in rows], dtype=int)
+    if not 0 < y.sum() < len(y):
+        return
+    auc = M.auroc_ci(
+        [r.max_score for r in rows],
+        y,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+        groups=[r.group for r in rows],
+    )
+    out[name] = {"value": auc.auroc, "low": auc.lower, "high": auc.upper, "n": float(len(y))}
+
+
+def evaluate(
+    cfg: PipelineConfig,
+    evaluation: dict[str, Any],
+    n_boot: int = 500,
+) -> dict[str, dict[str, float]]:
+    """Guard metrics of a config on the test split (cached traces; replay where possible):
+    metric -> {value, low, high, n} (see `compute_metrics`)."""
+    from citegate.research.study import load_study
+
+    study = load_study(
+        evaluation["sets"],
+        cfg,
+        limit=int(evaluation.get("limit", 0)),
+        split="test",
+        reranker=cfg.reranker,
+        progress=False,
+    )
+    rows = []
+    for s in study.sets.values():
+        res = s.replay_all(cfg.replace(corpora=[s.corpus]))
+        for q in s.questions:
+            r = res[q.id]
+            gold = set(s.gold.get(q.id, ()))
+            hit = any(c.fragment_id in gold for c in r.notes) if gold else None
+            rows.append(
+                EvalRow(q.label, q.language, q.group, r.decision == "answer", r.max_score, hit)
+            )
+    return compute_metrics(rows, n_boot=n_boot)
+
+
+# ---------------------------------------------------------------- decision and recording
+
+
+@dataclass
+class Decision:
+    """The outcome of a promotion attempt."""
+
+    accepted: bool
+    forced: bool
+    reason: str
+    changes: list[tuple[str, Any, Any]]
+    candidate: dict[str, dict[str, float]]
+    production: dict[str, dict[str, float]]
+    guards: list[tuple[Guard, bool]]
+
+
+def decide(
+    guards: list[Guard],
+    cand: dict[str, dict[str, float]],
+    prod: dict[str, dict[str, float]],
+    force: bool,
+    reason: str,
+) -> tuple[bool, list[tuple[Guard, bool]]]:
+    """Accept when every guard passes, or when forced (a reason is then mandatory)."""
+    for g in guards:
+        for side, vals in (("candidate", cand), ("production", prod)):
+            if g.metric not in vals:
+                raise ConfigError(
+                    f"guard metric {g.metric!r} was not measured for the {side} "
+                    f"(no such questions in the evaluation sets?); measured: {sorted(vals)}"
+                )
+    results = [(g, g.passes(cand[g.metric]["value"], prod[g.metric]["value"])) for g in guards]
+    if force and not reason.strip():
+        raise ConfigError("--force needs --reason: a forced promotion must say why")
+    return force or all(ok for _, ok in results), results
+
+
+def recommended_from_run(run_id: str) -> tuple[PipelineConfig, dict[str, Any]]:
+    """The config a run recommends (its `recommended_config.yaml` artifact) and the run's facts."""
+    import mlflow
+
+    _client()  # points mlflow at the project's tracking store
+    try:
+        run = mlflow.get_run(run_id)
+    except Exception as exc:  # noqa: BLE001 - MlflowException for an unknown id
+        raise ConfigError(f"no MLflow run {run_id!r} in the tracking store") from exc
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            local = mlflow.artifacts.download_artifacts(
+                run_id=run_id, artifact_path="recommended_config.yaml", dst_path=tmp
+            )
+        except Exception as exc:  # noqa: BLE001 - mlflow raises several types for a missing file
+            raise ConfigError(f"run {run_id} has no recommended_config.yaml artifact") from exc
+        cfg = load_config(Path(local))
+    facts = {
+        "source_run": run_id,
+        "experiment": run.data.tags.get("experiment", ""),
+        "git_commit": run.data.tags.get("git_commit", "unknown"),
+        "corpus_builds": run.data.tags.get("info.corpus_builds", ""),
+        "embedder": run.data.tags.get("embedder", cfg.embedder),
+        "reranker": cfg.reranker,
+        "llm": cfg.llm,
+        "run_reranker": run.data.tags.get("reranker", ""),  # what the study itself ranked with
+    }
+    facts["question_sets"] = {d.dataset.name: d.dataset.digest for d in run.inputs.dataset_inputs}
+    return cfg, facts
+
+
+def _client() -> Any:
+    import mlflow
+
+    from citegate.tracking.runner import tracking_uri
+
+    mlflow.set_tracking_uri(tracking_uri())
+    return mlflow.MlflowClient()
+
+
+def _alias(client: Any, alias: str) -> Any | None:
+    try:
+        return client.get_model_version_by_alias(REGISTERED_NAME, alias)
+    except Exception:  # noqa: BLE001 - mlflow raises MlflowException for a missing alias/model
+        return None
+
+
+def _register(client: Any, run: Any, kind: str, tags: dict[str, str]) -> Any:
+    """Register the `production/production.yaml` artifact of a promotion run as a version."""
+    with contextlib.suppress(Exception):  # mlflow raises if the registered model already exists
+        client.create_registered_model(
+            REGISTERED_NAME,
+            description="citegate PipelineConfig "
+            "promoted to production (artifact: production.yaml)",
+        )
+    return client.create_model_version(
+        REGISTERED_NAME,
+        source=f"{run.info.artifact_uri}/production",
+        run_id=run.info.run_id,
+        tags={"kind": kind, **tags},
+    )
+
+
+def _version_text(version: Any) -> str:
+    import mlflow
+
+    with tempfile.TemporaryDirectory() as tmp:
+        local = mlflow.artifacts.download_artifacts(
+            artifact_uri=f"{version.source}/production.yaml", dst_path=tmp
+        )
+        return Path(local).read_text(encoding="utf-8")
+
+
+def _promotion_run(
+    client: Any, kind: str, text: str, decision: Decision | None, report: str, tags: dict[str, str]
+) -> Any:
+    import mlflow
+
+    from citegate.core.redact import safe_mapping
+    from citegate.tracking.runner import experiment_id
+
+    exp = experiment_id(mlflow, "promotions")
+    with mlflow.start_run(experiment_id=exp, run_name=f"{kind}-{_now()}") as run:
+        mlflow.set_tags(safe_mapping({"kind": kind, **tags}))
+        if decision is not None:
+            mlflow.log_params(
+                safe_mapping({f"change.{k}": f"{o} -> {n}" for k, o, n in decision.changes})
+            )
+            for side, vals in (
+                ("candidate", decision.candidate),
+                ("production", decision.production),
+            ):
+                mlflow.log_metrics({f"{side}.{m}": v["value"] for m, v in vals.items()})
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "production").mkdir()
+            (Path(tmp) / "production" / "production.yaml").write_text(text, encoding="utf-8")
+            (Path(tmp) / "report.html").write_text(report, encoding="utf-8")
+            mlflow.log_artifacts(tmp)
+        return client.get_run(run.info.run_id)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def _ensure_current_registered(client: Any) -> Any | None:
+    """The first promotion registers the file in the repo as the production version it replaces."""
+    current = _alias(client, "production")
+    if current is None and PRODUCTION.exists():
+        text = PRODUCTION.read_text(encoding="utf-8")
+        run = _promotion_run(
+            client,
+            "baseline",
+            text,
+            None,
+            "<p>baseline registration</p>",
+            {"note": "the production file found in the repository"},
+        )
+        current = _register(client, run, "baseline", {})
+        client.set_registered_model_alias(REGISTERED_NAME, "production", current.version)
+    return current
+
+
+def promote(
+    run_id: str,
+    *,
+    force: bool = False,
+    reason: str = "",
+    dry_run: bool = False,
+    guards_path: Path | None = None,
+) -> Decision:
+    """Evaluate the run's recommended config against production; write and register it if it
+    passes the guards (or is forced with a reason)."""
+    evaluation, guards = load_guards(guards_path)
+    cand_cfg, facts = recommended_from_run(run_id)
+    prod_doc = read_production()
+    prod_cfg = PipelineConfig.from_dict(prod_doc["pipeline"])
+    cand_m, prod_m = evaluate(cand_cfg, evaluation), evaluate(prod_cfg, evaluation)
+    accepted, results = decide(guards, cand_m, prod_m, force, reason)
+    decision = Decision(
+        accepted,
+        force and not all(ok for _, ok in results),
+        reason,
+        diff(prod_cfg, cand_cfg),
+        cand_m,
+        prod_m,
+        results,
+    )
+    if dry_run:
+        return decision
+    _record(decision, cand_cfg, facts, int(prod_doc["version"]) + 1)
+    return decision
+
+
+def accepted_on_block(measured: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """The `accepted_on` block of a new production file: every measured metric under its own
+    (per-kind) name, with its 95% interval and the number of questions behind it."""
+    return {
+        m: {
+            "value": round(v["value"], 4),
+            "ci95": [round(v["low"], 4), round(v["high"], 4)],
+            "n": int(v["n"]),
+        }
+        for m, v in measured.items()
+    }
+
+
+def _record(decision: Decision, cfg: PipelineConfig, facts: dict[str, Any], version: int) -> None:
+    from citegate.tracking.promote_report import render
+
+    client = _client()
+    previous = _ensure_current_registered(client) if decision.accepted else None
+    provenance = {
+        **facts,
+        "promoted_by": getpass.getuser(),
+        "promoted_at": _now(),
+        "forced": decision.forced,
+        "reason": decision.reason or "passed all guards",
+    }
+    accepted_on = accepted_on_block(decision.candidate)
+    text = render_production(cfg, provenance, accepted_on, version)
+    report = render(decision, facts)
+    tags = {
+        "decision": "accepted" if decision.accepted else "refused",
+        "forced": str(decision.forced).lower(),
+        "reason": decision.reason,
+        "source_run": facts["source_run"],
+        "promoted_by": provenance["promoted_by"],
+    }
+    run = _promotion_run(client, "promote", text, decision, report, tags)
+    _write_report(report, "promote")
+    if not decision.accepted:
+        return
+    PRODUCTION.write_text(text, encoding="utf-8")
+    new = _register(client, run, "promote", tags)
+    client.set_registered_model_alias(REGISTERED_NAME, "production", new.version)
+    if previous is not None:
+        client.set_registered_model_alias(REGISTERED_NAME, "previous", previous.version)
+
+
+def rollback() -> tuple[str, str]:
+    """Restore the `previous` production file byte for byte; swap the aliases. Returns versions."""
+    client = _client()
+    current, previous = _alias(client, "production"), _alias(client, "previous")
+    if previous is None or current is None:
+        raise ConfigError("nothing to roll back to: the registry has no 'previous' version")
+    text = _version_text(previous)
+    PipelineConfig.from_dict(yaml.safe_load(text)["pipeline"])  # never restore an invalid file
+    PRODUCTION.write_text(text, encoding="utf-8")
+    tags = {
+        "restored_version": str(previous.version),
+        "replaced_version": str(current.version),
+        "promoted_by": getpass.getuser(),
+    }
+    report = (
+        f"<h1>Rollback</h1><p>Restored registry version {previous.version} "
+        f"(replacing {current.version}) by {tags['promoted_by']}.</p>"
+    )
+    _promotion_run(client, "rollback", text, None, report, tags)
+    client.set_registered_model_alias(REGISTERED_NAME, "production", previous.version)
+    client.set_registered_model_alias(REGISTERED_NAME, "previous", current.version)
+    return str(previous.version), str(current.version)
+
+
+def _write_report(report: str, kind: str) -> Path:
+    folder = paths.runs_dir() / "promotions"
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / f"{_now()}-{kind}.html"
+    out.write_text(report, encoding="utf-8")
+    return out
+
+
+def summary(decision: Decision) -> str:
+    """The diff, the guard table (then every reported metric) and the decision, for the terminal."""
+    names = [g.metric for g, _ in decision.guards] + reported_metrics(decision)
+    width = max([len("metric"), *map(len, names)])
+    lines = [
+        "config changes (production → candidate):",
+        format_diff(decision.changes),
+        "",
+        f"{'metric':<{width}} {'production':>28} {'candidate':>28}  result",
+    ]
+    for g, ok in decision.guards:
+        p, c = decision.production[g.metric], decision.candidate[g.metric]
+        lines.append(
+            f"{g.metric:<{width}} {_ci(p):>28} {_ci(c):>28}  "
+            f"{'OK' if ok else 'WORSE'} ({g.better} is better, tol {g.tolerance})"
+        )
+    for m in reported_metrics(decision):
+        p, c = decision.production.get(m), decision.candidate.get(m)
+        lines.append(f"{m:<{width}} {_ci(p):>28} {_ci(c):>28}  (reported, not guarded)")
+    verdict = "ACCEPTED" if decision.accepted else "REFUSED"
+    if decision.forced:
+        verdict += f" (forced: {decision.reason})"
+    lines += [
+        "",
+        "rates: Wilson 95% intervals; gate_auroc: 95% bootstrap over question groups; n in ()",
+        f"decision: {verdict}",
+    ]
+    return "\n".join(lines)
+
+
+def reported_metrics(decision: Decision) -> list[str]:
+    """Metrics either side measured that no guard covers, sorted."""
+    guarded = {g.metric for g, _ in decision.guards}
+    return sorted((set(decision.candidate) | set(decision.production)) - guarded)
+
+
+def _ci(v: dict[str, float] | None) -> str:
+    if v is None:
+        return "(not measured)"
+    n = f" ({int(v['n'])})" if "n" in v else ""
+    return f"{v['value']:.3f} [{v['low']:.3f}, {v['high']:.3f}]{n}"
+
+
+def as_json(decision: Decision) -> str:
+    """The decision as JSON (for machines)."""
+    return json.dumps(
+        {
+            "accepted": decision.accepted,
+            "forced": decision.forced,
+            "reason": decision.reason,
+            "changes": decision.changes,
+            "candidate": decision.candidate,
+            "production": decision.production,
+            "guards": [{"metric": g.metric, "ok": ok} for g, ok in decision.guards],
+        },
+        indent=2,
+        default=str,
+    )
