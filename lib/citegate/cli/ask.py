@@ -8,176 +8,23 @@ model error and the command exits 2 (`ModelFailure`), never as an insufficient c
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from citegate.core.config import PipelineConfig, load_config
 from citegate.core.errors import ModelFailure
 from citegate.pipeline.plan import clean_question
-from citegate.pipeline.retrieve import Candidate, RetrievalResult
+from citegate.pipeline.render import (
+    dumps,
+    render_text,
+    render_turn,
+    result_dict,
+    to_json,
+    turn_dict,
+)
 
 if TYPE_CHECKING:  # corpus fallback
     from citegate.models.embed import Embedder
-    from citegate.pipeline.fallback import Turn
-
-
-def where(c: Candidate) -> str:
-    """Address of a note: its label, or its track span for a transcript."""
-    if c.kind == "track_transcript":
-        return f"{c.track_id} {c.start_ms / 1000:.1f}–{c.end_ms / 1000:.1f}s"  # type: ignore[operator]
-    return c.addr_label or c.frag_key
-
-
-def render_text(res: RetrievalResult, show_trace: bool = False) -> str:
-    """The notes (kind, address, cosine, rerank) and the gate's verdict per round."""
-    lines = [
-        f"question: {res.trace.question}",
-        f"decision: {res.decision}  "
-        f"(max cosine {res.max_score:.3f}; reranker {res.trace.reranker_id})",
-    ]
-    for r in res.rounds:
-        g = r.gate
-        lines.append(
-            f"  round {r.round}: max={g.max_score:.3f} lectures={g.lectures} "
-            f"sufficient={g.sufficient} good_enough={g.good_enough} bail_out={g.bail_out}"
-        )
-    lines.append(f"{len(res.notes)} notes:")
-    for i, c in enumerate(res.notes, 1):
-        rr = "-" if c.rerank_score is None else f"{c.rerank_score:.3f}"
-        snippet = " ".join(c.text.split())[:90]
-        lines.append(
-            f"{i:>3}. [{c.kind}] {where(c)}  cos={c.score:.3f} rerank={rr}\n     {snippet}"
-        )
-    if show_trace:
-        frame = res.trace.to_frame()
-        frame["stage"] = [res.stage.get(i, "") for i in frame["fragment_id"]]
-        cols = [
-            "fragment_id",
-            "kind",
-            "addr_label",
-            "score",
-            "rerank_score",
-            "round",
-            "lanes",
-            "stage",
-        ]
-        lines.append(frame[cols].to_string(index=False, max_colwidth=40))
-    return "\n".join(lines)
-
-
-def trace_rows(res: RetrievalResult) -> list[dict[str, object]]:
-    """Every candidate's fate, for `--trace --json`: id, kind, address, lanes, cosine, rerank
-    score, the round that found it and the stage that kept or dropped it (last round run)."""
-    stage = res.stage
-    return [
-        {
-            "fragment_id": c.fragment_id,
-            "kind": c.kind,
-            "address": where(c),
-            "lanes": list(c.lanes),
-            "score": c.score,
-            "rerank_score": c.rerank_score,
-            "round": c.round,
-            "stage": stage.get(c.fragment_id, ""),
-        }
-        for c in res.trace.candidates
-    ]
-
-
-def to_json(res: RetrievalResult, show_trace: bool = False) -> str:
-    """Machine-readable result: notes, decision, rounds, timings (and with `show_trace`, every
-    candidate's fate under "trace")."""
-    notes = [
-        {
-            "fragment_id": c.fragment_id,
-            "kind": c.kind,
-            "address": where(c),
-            "track_id": c.track_id,
-            "start_ms": c.start_ms,
-            "end_ms": c.end_ms,
-            "score": c.score,
-            "rerank_score": c.rerank_score,
-            "text": c.text,
-        }
-        for c in res.notes
-    ]
-    rounds = [{"round": r.round, **r.gate.__dict__} for r in res.rounds]
-    data: dict[str, object] = {
-        "question": res.trace.question,
-        "decision": res.decision,
-        "notes": notes,
-        "rounds": rounds,
-        "timings": res.trace.timings,
-        "embedder": res.trace.embedder_id,
-        "reranker": res.trace.reranker_id,
-    }
-    if show_trace:
-        data["trace"] = trace_rows(res)
-    return json.dumps(data, ensure_ascii=False, indent=2)
-
-
-# --- corpus fallback: `citegate ask --answer` (see citegate.pipeline.fallback) ----------------------------
-
-
-def render_turn(turn: Turn) -> str:
-    """The branch taken (grounded / fallback / decline), why, what the user is shown, the
-    painted disclaimer, probes, admitted citations and model usage."""
-    if turn.model_error:
-        why = f"  ({turn.reason})"
-    else:
-        why = f"  (corpus insufficient: {turn.reason})" if turn.corpus_insufficient else ""
-    lines = [
-        f"branch: {turn.branch}{why}",
-        f"outline: {len(turn.theses)} theses ({turn.outline_status})",
-    ]
-    if turn.fallback is not None:
-        fa = turn.fallback
-        lines.append(f"fallback model: {fa.model}  variant {fa.variant}  parse {fa.status}")
-        lines.append(f"in scope (model): {fa.in_scope}")
-    if turn.disclaimer:
-        lines.append(f"painted disclaimer: {turn.disclaimer}")
-    if turn.probes:
-        lines.append("probes: " + " | ".join(turn.probes))
-        lines.append(f"admitted citations: {len(turn.admitted)} (first 8 shown)")
-        for c in turn.admitted[:8]:
-            lines.append(f"  admitted [{c.kind}] {where(c)}  cos={c.score:.3f}")
-    lines.append(
-        "usage: {calls:.0f} calls, {prompt_tokens:.0f}+{completion_tokens:.0f} tokens, "
-        "{latency_s:.1f} s".format(**turn.usage)
-    )
-    lines += ["", turn.text]
-    return "\n".join(lines)
-
-
-def turn_dict(turn: Turn) -> dict[str, object]:
-    """Machine-readable fallback part of a turn."""
-    fa = turn.fallback
-    return {
-        "branch": turn.branch,
-        "corpus_insufficient": turn.corpus_insufficient,
-        "reason": turn.reason,
-        "model_error": turn.model_error,
-        "theses": list(turn.theses),
-        "outline_status": turn.outline_status,
-        "text": turn.text,
-        "disclaimer": turn.disclaimer,
-        "probes": list(turn.probes),
-        "admitted": [
-            {"fragment_id": c.fragment_id, "address": where(c), "score": c.score}
-            for c in turn.admitted
-        ],
-        "fallback": None
-        if fa is None
-        else {
-            "model": fa.model,
-            "variant": fa.variant,
-            "status": fa.status,
-            "in_scope": fa.in_scope,
-            "model_text": fa.model_text,
-        },
-        "usage": turn.usage,
-    }
 
 
 def cmd_answer(args: argparse.Namespace, cfg: PipelineConfig, emb: Embedder) -> int:
@@ -195,8 +42,8 @@ def cmd_answer(args: argparse.Namespace, cfg: PipelineConfig, emb: Embedder) -> 
         )  # fmt: skip
     assert turn.retrieval is not None
     if args.json:
-        data = json.loads(to_json(turn.retrieval, args.trace))
-        print(json.dumps({**data, "turn": turn_dict(turn)}, ensure_ascii=False, indent=2))
+        data = result_dict(turn.retrieval, args.trace)
+        print(dumps({**data, "turn": turn_dict(turn)}))
     else:
         print(render_text(turn.retrieval, args.trace) + "\n\n" + render_turn(turn))
     if turn.model_error:
