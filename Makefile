@@ -37,9 +37,10 @@ run-full: $(STAMP) ## Like `run`, on the full question sets (slow: every questio
 test: $(STAMP) lint ## Lint, then every test (unit, real PostgreSQL, notebooks)
 	$(BIN)/pytest -q
 
-lint: $(STAMP) ## ruff check + format check
+lint: $(STAMP) ## ruff check + format check, then the import-layers contract (lint-imports, pyproject.toml)
 	$(BIN)/ruff check lib tests
 	$(BIN)/ruff format --check lib tests
+	$(BIN)/lint-imports --no-cache --no-logo
 
 format: $(STAMP) ## Apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix lib tests
