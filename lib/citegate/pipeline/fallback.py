@@ -526,7 +526,7 @@ def grounded_text(
     theses: Sequence[str], cited: Sequence[Sequence[int]], notes: Sequence[Candidate]
 ) -> str:
     """The grounded reply: one line per thesis with the addresses of the notes it cites."""
-    from citegate.cli.ask import where
+    from citegate.pipeline.render import where
 
     lines = []
     for thesis, refs in zip(theses, cited, strict=True):
