@@ -14,6 +14,10 @@ from functools import cache
 
 from citegate.core import paths
 from citegate.core.fragments import Fragment
+from citegate.corpus.sources.gita import read_gita
+from citegate.corpus.sources.lectures import read_lectures
+from citegate.corpus.sources.xquad import load_xquad, read_xquad
+from citegate.evaluation.sampling import salted_order
 
 SPLIT_SALT = "citegate-heldout-v1"
 HELDOUT_GITA_CHAPTERS = 4  # of 18
@@ -21,23 +25,18 @@ HELDOUT_XQUAD_ARTICLES = 12  # of 48
 READER_VERSION = "1"  # bump when a reader or chunker changes what it emits
 
 
-def _rank(key: str) -> str:
-    return hashlib.sha256(f"{SPLIT_SALT}:{key}".encode()).hexdigest()
-
-
 @cache
 def heldout_gita_chapters() -> frozenset[int]:
     """The gita chapters left out of `gita-split` (the lowest salted hashes)."""
-    return frozenset(sorted(range(1, 19), key=lambda c: _rank(f"gita:{c}"))[:HELDOUT_GITA_CHAPTERS])
+    ranked = salted_order(range(1, 19), lambda c: f"gita:{c}", SPLIT_SALT)
+    return frozenset(ranked[:HELDOUT_GITA_CHAPTERS])
 
 
 @cache
 def heldout_xquad_articles() -> frozenset[str]:
     """The XQuAD article titles left out of `xquad-split`."""
-    from citegate.corpus.sources.xquad import load_xquad
-
     titles = [a["title"] for a in load_xquad("en")[1]]
-    ranked = sorted(titles, key=lambda t: _rank(f"xquad:{t}"))
+    ranked = salted_order(titles, lambda t: f"xquad:{t}", SPLIT_SALT)
     return frozenset(ranked[:HELDOUT_XQUAD_ARTICLES])
 
 
@@ -49,9 +48,6 @@ def fragment_chapter(f: Fragment) -> int | None:
 
 
 def _gita_all() -> Iterator[Fragment]:
-    from citegate.corpus.sources.gita import read_gita
-    from citegate.corpus.sources.lectures import read_lectures
-
     yield from read_gita()
     yield from read_lectures()
 
@@ -64,8 +60,6 @@ def _gita_split() -> Iterator[Fragment]:
 
 
 def _xquad_all() -> Iterator[Fragment]:
-    from citegate.corpus.sources.xquad import read_xquad
-
     yield from read_xquad()
 
 

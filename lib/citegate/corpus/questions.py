@@ -25,6 +25,7 @@ from citegate.core.errors import InputError
 from citegate.corpus.builds import build_id, heldout_gita_chapters, heldout_xquad_articles
 from citegate.corpus.sources.address import find_verse_refs, verse_label
 from citegate.corpus.sources.xquad import load_xquad, paragraph_key
+from citegate.evaluation.sampling import salted_int
 
 LABELS = ("answerable", "out_of_corpus", "out_of_scope")
 SPLITS = ("tune", "test")
@@ -83,8 +84,7 @@ class QuestionSet:
 
 def split_of(group: str) -> str:
     """`tune` or `test`, fixed by a salted hash of the group (50/50)."""
-    h = int(hashlib.sha256(f"{SPLIT_SALT}:{group}".encode()).hexdigest(), 16)
-    return SPLITS[h % 2]
+    return SPLITS[salted_int(SPLIT_SALT, group) % 2]
 
 
 def mentions_address(text: str) -> bool:

@@ -48,6 +48,7 @@ from citegate.core import paths
 from citegate.core.errors import CitegateError, ConfigError
 from citegate.core.fragments import KINDS
 from citegate.corpus.sources.address import find_verse_refs, verse_label
+from citegate.evaluation.sampling import salted_sample
 
 MODEL_FORMAT = 1
 DEFAULT_NAME = "default"
@@ -465,8 +466,7 @@ def load_ltr(name: str, path: Path | None = None) -> LTRReranker:
 def pick_questions(questions: Sequence[Any], limit: int | None) -> list[Any]:
     """A deterministic, order-independent sample: the `limit` questions with the lowest id hash
     (mixes languages and sources; a smaller limit gives a subset of a larger one)."""
-    ordered = sorted(questions, key=lambda q: hashlib.sha256(q.id.encode()).hexdigest())
-    return ordered if limit is None else ordered[: max(0, limit)]
+    return salted_sample(questions, lambda q: q.id, limit)
 
 
 def fetch_texts(conn: Any, ids: Iterable[int]) -> dict[int, str]:

@@ -6,7 +6,6 @@ fragment set, collection config and models; later runs read the trace cache and 
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -16,7 +15,10 @@ from typing import Any
 from citegate.core.config import PipelineConfig
 from citegate.corpus.builds import build_id
 from citegate.corpus.questions import Question, QuestionSet, load_set, resolve_gold
+from citegate.evaluation.sampling import salted_order
 from citegate.pipeline.retrieve import RetrievalResult, RetrievalTrace, replay
+
+SAMPLE_SALT = "citegate-sample"
 
 
 @dataclass
@@ -52,15 +54,15 @@ def sample(
     labels: Sequence[str] | None = None,
 ) -> list[Question]:
     """A deterministic sample: up to `limit` questions per label (0 = all), by salted id hash."""
-
-    def order(q: Question) -> str:
-        return hashlib.sha256(f"citegate-sample:{q.id}".encode()).hexdigest()
-
     out: list[Question] = []
     for label in labels or sorted({q.label for q in questions}):
-        pool = sorted((q for q in questions if q.label == label), key=order)
+        pool = salted_order((q for q in questions if q.label == label), _id, SAMPLE_SALT)
         out += pool[:limit] if limit else pool
     return out
+
+
+def _id(q: Question) -> str:
+    return q.id
 
 
 def load_study(

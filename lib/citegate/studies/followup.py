@@ -17,7 +17,6 @@ per model, and `run_study` stops (`ModelFailure`) when such failures exceed the 
 
 from __future__ import annotations
 
-import hashlib
 import re
 import time
 from collections.abc import Sequence
@@ -34,6 +33,7 @@ from citegate.core.errors import check_model_errors as check_statuses
 from citegate.corpus.questions import Question, QuestionSet
 from citegate.corpus.sources.address import find_verse_refs, verse_label
 from citegate.evaluation.metrics import rate_ci_or_nan
+from citegate.evaluation.sampling import salted_hash
 from citegate.pipeline.rewrite import (
     RewriteResult,
     code_tokens,
@@ -131,7 +131,7 @@ def is_followup(q: Question) -> bool:
 
 
 def _order(seed: int, key: str) -> str:
-    return hashlib.sha256(f"{SAMPLE_SALT}:{seed}:{key}".encode()).hexdigest()
+    return salted_hash(SAMPLE_SALT, seed, key)
 
 
 def candidate_conversations(questions: Sequence[Question], seed: int = 0) -> list[Conversation]:
