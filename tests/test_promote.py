@@ -10,7 +10,8 @@ import psycopg
 import pytest
 import yaml
 
-from citegate.core.config import PipelineConfig, save_config
+from citegate import load_production_config
+from citegate.core.config import PipelineConfig, accepted_metrics, save_config
 from citegate.core.errors import ConfigError
 from citegate.evaluation import metrics as M
 from citegate.tracking import promote as P
@@ -39,7 +40,7 @@ def crafted_run(tmp_path: Path, **changes: object) -> str:
     from citegate.tracking.runner import tracking_uri
 
     mlflow.set_tracking_uri(tracking_uri())
-    cfg = PipelineConfig.from_dict(P.read_production()["pipeline"]).replace(**changes)
+    cfg = PipelineConfig.from_dict(P.read_production(P.PRODUCTION)["pipeline"]).replace(**changes)
     folder = tmp_path / f"art-{len(list(tmp_path.glob('art-*')))}"
     folder.mkdir()
     save_config(cfg, folder / "recommended_config.yaml")
@@ -93,17 +94,17 @@ def test_unknown_key_is_refused(env: Path) -> None:
     doc["pipeline"]["pre_flor"] = 0.2
     env.write_text(yaml.safe_dump(doc), encoding="utf-8")
     with pytest.raises(ConfigError, match="unknown key"):
-        P.load_production_config(env)
+        load_production_config(env)
 
 
 @pytest.mark.db
 def test_mismatched_embedder_is_refused(env: Path, demo: psycopg.Connection) -> None:
     doc = yaml.safe_load(env.read_text(encoding="utf-8"))
-    assert P.load_production_config(env, demo).embedder == doc["pipeline"]["embedder"]
+    assert load_production_config(env, demo).embedder == doc["pipeline"]["embedder"]
     doc["pipeline"]["embedder"] = "openai/text-embedding-3-small"
     env.write_text(yaml.safe_dump(doc), encoding="utf-8")
     with pytest.raises(ConfigError, match="differs from the corpus embedder"):
-        P.load_production_config(env, demo)
+        load_production_config(env, demo)
 
 
 def test_guard_rules() -> None:
@@ -251,7 +252,7 @@ def test_version_2_file_reads_with_pooled_names_made_explicit() -> None:
         assert "gate_auroc.pooled" in doc["accepted_on"]
     assert "false_answer_rate" not in doc["accepted_on"] and "gate_auroc" not in doc["accepted_on"]
     legacy = {"false_answer_rate": 1, "gate_auroc": 2, "recall_at_16": 3}
-    assert P.accepted_metrics(legacy) == {
+    assert accepted_metrics(legacy) == {
         "false_answer_rate.pooled": 1,
         "gate_auroc.pooled": 2,
         "recall_at_16": 3,
@@ -278,4 +279,4 @@ def test_production_file_refuses_what_it_cannot_mean(
         P.read_production(path)
     assert str(path) in str(err.value)
     with pytest.raises(ConfigError, match=message):
-        P.load_production_config(path)  # refused before any database is touched
+        load_production_config(path)  # refused before any database is touched

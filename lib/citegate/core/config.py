@@ -1,7 +1,17 @@
-"""`PipelineConfig`: every threshold and knob of the production pipeline in one typed object.
+"""`PipelineConfig`: every threshold and knob of the pipeline in one typed object, and the two
+configs that have names.
 
-The defaults are the production numbers of the design. Loaded from and saved to YAML; an unknown
-key or an out-of-range value is a `ConfigError` that names the key.
+- `DESIGN = PipelineConfig()`: the dataclass defaults are the *design* numbers (DESIGN.md), the
+  values the pipeline was designed with and the shipped experiments were measured on. They are not
+  production.
+- *Production* is `experiments/production.yaml` (`PRODUCTION`), written only by `citegate promote`:
+  `read_production()` returns the validated document (version, pipeline, provenance, accepted_on),
+  `production()` its `PipelineConfig`. `citegate ask`, `citegate.load_production_config()` (which
+  also checks the embedder against the database) and a notebook's `CONFIG = "production"` all mean
+  this file; `resolve(CONFIG, PIPELINE)` is how a notebook picks its base config.
+
+Loaded from and saved to YAML; an unknown key or an out-of-range value is a `ConfigError` that
+names the key. This module reads files only; it never touches the database.
 """
 
 from __future__ import annotations
@@ -12,7 +22,10 @@ from typing import Any
 
 import yaml
 
+from citegate.core import paths
 from citegate.core.errors import ConfigError
+
+PRODUCTION = paths.EXPERIMENTS / "production.yaml"
 
 # Knobs that change which candidates are collected (lanes, depth); replay cannot change them.
 COLLECTION_KEYS = (
@@ -142,6 +155,8 @@ _POS_KEYS = ("lane_k", "cap", "rerank_top_k", "rrf_k", "rrf_top_k", "rrf_context
 _NN_KEYS = ("reserve_verses", "reserve_library", "sufficient_lectures")
 _DEFAULTS = PipelineConfig.__dataclass_fields__
 
+DESIGN = PipelineConfig()  # the design numbers (DESIGN.md): not production, see read_production
+
 
 def _coerce(key: str, value: Any, source: str) -> Any:
     default = _DEFAULTS[key].default
@@ -194,4 +209,91 @@ def save_config(config: PipelineConfig, path: Path) -> None:
     )
 
 
-__all__ = ["PipelineConfig", "load_config", "save_config", "COLLECTION_KEYS"]
+# ---------------------------------------------------------------- the production file
+
+
+TOP_LEVEL_KEYS = ("version", "pipeline", "provenance", "accepted_on")
+# Names a version-2 file used for metrics that pooled every kind of negative; read as the
+# explicit pooled names so nobody mistakes them for the per-kind guards of later versions.
+LEGACY_METRICS = {
+    "false_answer_rate": "false_answer_rate.pooled",
+    "gate_auroc": "gate_auroc.pooled",
+}
+
+
+def read_production(path: Path | None = None) -> dict[str, Any]:
+    """The production document: {version, pipeline, provenance, accepted_on}, validated.
+
+    Refused with a ConfigError naming the file and key: unknown top-level keys, a version that
+    is not a positive integer, a pipeline that is not a non-empty mapping (an empty one would
+    silently mean the design defaults), a missing provenance. `accepted_on` metric names of
+    version-2 files are renamed to their explicit pooled names (`LEGACY_METRICS`).
+    """
+    path = Path(path or PRODUCTION)
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read the production config: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{path}: expected a mapping with keys {list(TOP_LEVEL_KEYS)}")
+    _check_document(doc, path)
+    PipelineConfig.from_dict(doc["pipeline"], source=f"{path}: pipeline")
+    return {**doc, "accepted_on": accepted_metrics(doc.get("accepted_on") or {})}
+
+
+def _check_document(doc: dict[str, Any], path: Path) -> None:
+    """Raise a ConfigError naming the first key of the production file that is wrong."""
+    unknown = sorted(map(str, set(doc) - set(TOP_LEVEL_KEYS)))
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown top-level key(s) {unknown}; known: {list(TOP_LEVEL_KEYS)}"
+        )
+    missing = [k for k in ("version", "pipeline", "provenance") if k not in doc]
+    if missing:
+        raise ConfigError(f"{path}: missing key(s) {missing}")
+    version = doc["version"]
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ConfigError(f"{path}: version must be a positive integer, got {version!r}")
+    if not isinstance(doc["pipeline"], dict) or not doc["pipeline"]:
+        raise ConfigError(
+            f"{path}: pipeline must be a non-empty mapping of config keys, got {doc['pipeline']!r}"
+        )
+    if not isinstance(doc["provenance"], dict):
+        raise ConfigError(f"{path}: provenance must be a mapping, got {doc['provenance']!r}")
+    if doc.get("accepted_on") is not None and not isinstance(doc["accepted_on"], dict):
+        raise ConfigError(f"{path}: accepted_on must be a mapping of metric names")
+
+
+def accepted_metrics(accepted_on: dict[str, Any]) -> dict[str, Any]:
+    """`accepted_on` with legacy pooled metric names replaced by their explicit names."""
+    return {LEGACY_METRICS.get(k, k): v for k, v in accepted_on.items()}
+
+
+def production(path: Path | None = None) -> PipelineConfig:
+    """The production `PipelineConfig` from the validated production file (no database check:
+    `citegate.load_production_config` adds the embedder check against the stored corpora)."""
+    doc = read_production(path)
+    return PipelineConfig.from_dict(doc["pipeline"], source=str(path or PRODUCTION))
+
+
+def resolve(name: str, overrides: dict[str, Any] | None = None) -> PipelineConfig:
+    """A notebook's config: the base named by its `CONFIG` parameter ("production": the
+    production file; "design": `DESIGN`; anything else: the path of a config YAML), with its
+    `PIPELINE` overrides (the spec's `pipeline:` block) applied on top."""
+    base = {"production": production, "design": lambda: DESIGN}.get(name)
+    config = base() if base is not None else load_config(Path(name))
+    return config.replace(**(overrides or {}))
+
+
+__all__ = [
+    "COLLECTION_KEYS",
+    "DESIGN",
+    "PRODUCTION",
+    "PipelineConfig",
+    "accepted_metrics",
+    "load_config",
+    "production",
+    "read_production",
+    "resolve",
+    "save_config",
+]

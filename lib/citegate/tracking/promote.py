@@ -24,12 +24,11 @@ import numpy as np
 import yaml
 
 from citegate.core import paths
-from citegate.core.config import PipelineConfig, load_config
+from citegate.core.config import PRODUCTION, PipelineConfig, load_config, read_production
 from citegate.core.errors import ConfigError
 from citegate.corpus.questions import LABELS
 from citegate.evaluation import metrics as M
 
-PRODUCTION = paths.EXPERIMENTS / "production.yaml"
 GUARDS = paths.EXPERIMENTS / "guards.yaml"
 REGISTERED_NAME = "citegate-pipeline-config"
 FILE_HEADER = (
@@ -39,95 +38,6 @@ FILE_HEADER = (
 
 
 # ---------------------------------------------------------------- the production file
-
-
-TOP_LEVEL_KEYS = ("version", "pipeline", "provenance", "accepted_on")
-# Names a version-2 file used for metrics that pooled every kind of negative; read as the
-# explicit pooled names so nobody mistakes them for the per-kind guards of later versions.
-LEGACY_METRICS = {
-    "false_answer_rate": "false_answer_rate.pooled",
-    "gate_auroc": "gate_auroc.pooled",
-}
-
-
-def read_production(path: Path | None = None) -> dict[str, Any]:
-    """The production document: {version, pipeline, provenance, accepted_on}, validated.
-
-    Refused with a ConfigError naming the file and key: unknown top-level keys, a version that
-    is not a positive integer, a pipeline that is not a non-empty mapping (an empty one would
-    silently mean the design defaults), a missing provenance. `accepted_on` metric names of
-    version-2 files are renamed to their explicit pooled names (`LEGACY_METRICS`).
-    """
-    path = Path(path or PRODUCTION)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read the production config: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise ConfigError(f"{path}: expected a mapping with keys {list(TOP_LEVEL_KEYS)}")
-    _check_document(doc, path)
-    PipelineConfig.from_dict(doc["pipeline"], source=f"{path}: pipeline")
-    return {**doc, "accepted_on": accepted_metrics(doc.get("accepted_on") or {})}
-
-
-def _check_document(doc: dict[str, Any], path: Path) -> None:
-    """Raise a ConfigError naming the first key of the production file that is wrong."""
-    unknown = sorted(map(str, set(doc) - set(TOP_LEVEL_KEYS)))
-    if unknown:
-        raise ConfigError(
-            f"{path}: unknown top-level key(s) {unknown}; known: {list(TOP_LEVEL_KEYS)}"
-        )
-    missing = [k for k in ("version", "pipeline", "provenance") if k not in doc]
-    if missing:
-        raise ConfigError(f"{path}: missing key(s) {missing}")
-    version = doc["version"]
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ConfigError(f"{path}: version must be a positive integer, got {version!r}")
-    if not isinstance(doc["pipeline"], dict) or not doc["pipeline"]:
-        raise ConfigError(
-            f"{path}: pipeline must be a non-empty mapping of config keys, got {doc['pipeline']!r}"
-        )
-    if not isinstance(doc["provenance"], dict):
-        raise ConfigError(f"{path}: provenance must be a mapping, got {doc['provenance']!r}")
-    if doc.get("accepted_on") is not None and not isinstance(doc["accepted_on"], dict):
-        raise ConfigError(f"{path}: accepted_on must be a mapping of metric names")
-
-
-def accepted_metrics(accepted_on: dict[str, Any]) -> dict[str, Any]:
-    """`accepted_on` with legacy pooled metric names replaced by their explicit names."""
-    return {LEGACY_METRICS.get(k, k): v for k, v in accepted_on.items()}
-
-
-def corpus_embedders(conn: Any, corpora: tuple[str, ...]) -> set[str]:
-    """Embedder ids the given corpora were embedded with."""
-    rows = conn.execute(
-        "SELECT DISTINCT embedder_id FROM fragments WHERE corpus = ANY(%s)", (list(corpora),)
-    ).fetchall()
-    return {r[0] for r in rows}
-
-
-def load_production_config(path: Path | None = None, conn: Any | None = None) -> PipelineConfig:
-    """What a production service calls: the validated production config, refused when its embedder
-    differs from the one its corpora were embedded with (vectors of two embedders never mix)."""
-    doc = read_production(path)
-    cfg = PipelineConfig.from_dict(doc["pipeline"], source=str(path or PRODUCTION))
-    if conn is None:
-        from citegate.store.db import connect
-
-        with connect() as c:
-            return _check_embedder(cfg, corpus_embedders(c, cfg.corpora), path)
-    return _check_embedder(cfg, corpus_embedders(conn, cfg.corpora), path)
-
-
-def _check_embedder(cfg: PipelineConfig, found: set[str], path: Path | None) -> PipelineConfig:
-    if not found:
-        raise ConfigError(f"{path or PRODUCTION}: corpora {list(cfg.corpora)} are not ingested")
-    if cfg.embedder not in found:
-        raise ConfigError(
-            f"{path or PRODUCTION}: config embedder {cfg.embedder!r} differs from the "
-            f"corpus embedder(s) {sorted(found)}; re-ingest or fix the config"
-        )
-    return cfg
 
 
 def render_production(
@@ -510,7 +420,7 @@ def promote(
     passes the guards (or is forced with a reason)."""
     evaluation, guards = load_guards(guards_path)
     cand_cfg, facts = recommended_from_run(run_id)
-    prod_doc = read_production()
+    prod_doc = read_production(PRODUCTION)
     prod_cfg = PipelineConfig.from_dict(prod_doc["pipeline"])
     cand_m, prod_m = evaluate(cand_cfg, evaluation), evaluate(prod_cfg, evaluation)
     accepted, results = decide(guards, cand_m, prod_m, force, reason)
