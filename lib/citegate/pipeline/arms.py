@@ -94,7 +94,7 @@ def rrf_replay(trace: Any, cfg: PipelineConfig) -> Any:
         gate, _ = two_scale_verdict(notes, fused, cfg, reranked)
     else:
         gate = verdict(notes, cfg)
-    decision = {"good_enough": "answer", "bail_out": "insufficient"}.get(gate.decision, "weak")
+    decision = gate.retrieval_decision
     return RetrievalResult(
         tuple(notes), decision, (RoundResult(1, tuple(notes), stage, gate),), trace
     )

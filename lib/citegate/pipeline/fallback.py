@@ -32,6 +32,7 @@ import psycopg
 
 from citegate.core.config import PipelineConfig
 from citegate.core.errors import is_model_error
+from citegate.core.text import detect_language
 from citegate.models.embed import Embedder
 from citegate.models.llm import (
     LOCAL_MODEL_ID,
@@ -84,21 +85,11 @@ JSON_MODES = ("schema", "json", "off")
 MAX_PROBES = 5
 Search = Callable[[str], Sequence[Candidate]]
 
-_CYRILLIC = re.compile(r"[\u0400-\u04FF]")
-_LATIN = re.compile(r"[A-Za-z]")
-
 
 # --------------------------------------------------------------------------- the question
 
 
 # --------------------------------------------------------------------------- language, disclaimer
-
-
-def detect_language(text: str) -> str:
-    """'ru' when Cyrillic letters are at least as many as Latin ones (and there are some), else
-    'en'. Only the languages with a disclaimer are told apart; anything else is treated as en."""
-    cyr, lat = len(_CYRILLIC.findall(text or "")), len(_LATIN.findall(text or ""))
-    return "ru" if cyr and cyr >= lat else "en"
 
 
 def supported(lang: str) -> str:

@@ -11,6 +11,9 @@ from typing import Protocol
 
 from citegate.core.config import PipelineConfig
 
+# gate decision -> retrieval decision; any other gate decision ("between") is "weak"
+RETRIEVAL_DECISIONS = {"good_enough": "answer", "bail_out": "insufficient"}
+
 
 class Scored(Protocol):
     """A ranked note: its cosine and its kind."""
@@ -62,6 +65,12 @@ class GateVerdict:
         if self.good_enough:
             return "good_enough"
         return "bail_out" if self.bail_out else "between"
+
+    @property
+    def retrieval_decision(self) -> str:
+        """What retrieval reports for this verdict: answer (good_enough), insufficient (bail_out)
+        or weak (between)."""
+        return RETRIEVAL_DECISIONS.get(self.decision, "weak")
 
 
 def verdict(notes: Sequence[Scored], cfg: PipelineConfig) -> GateVerdict:

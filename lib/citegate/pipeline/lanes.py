@@ -17,6 +17,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from citegate.core.text import STOPWORDS
 from citegate.corpus.sources.address import find_verse_refs, verse_label
 
 KIND_GROUPS: dict[str, tuple[str, ...]] = {
@@ -99,8 +100,6 @@ ORDER BY r DESC, f.id LIMIT %(k)s
 def lexical_query(text: str) -> str:
     """An OR query over the question's content words (stopwords dropped, so a natural question
     does not match every row), up to 32 of them."""
-    from citegate.pipeline.plan import STOPWORDS
-
     words = [
         w
         for w in "".join(c if c.isalnum() else " " for c in text).split()

@@ -265,8 +265,7 @@ def replay(trace: RetrievalTrace, cfg: PipelineConfig) -> RetrievalResult:
         rounds.append(RoundResult(r, tuple(notes), stage, verdict(notes, cfg)))
         if rounds[-1].gate.decision != "between":
             break
-    last = rounds[-1].gate.decision
-    decision = {"good_enough": "answer", "bail_out": "insufficient"}.get(last, "weak")
+    decision = rounds[-1].gate.retrieval_decision
     return RetrievalResult(rounds[-1].notes, decision, tuple(rounds), trace)
 
 
