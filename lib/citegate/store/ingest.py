@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 
 from citegate.core.errors import CitegateError, ConfigError, InputError
 from citegate.core.fragments import Fragment
+from citegate.corpus.builds import BUILDS
 from citegate.corpus.sources.files import DEFAULT_MAX_SOURCE_BYTES, file_fragments, list_sources
 from citegate.models.embed import Embedder
 from citegate.store import tables as store
@@ -65,8 +66,6 @@ class CorpusReplaceError(CitegateError):
 
 def demo_readers() -> dict[str, Callable[[], Iterator[Fragment]]]:
     """The built-in corpus builds by name (see `citegate.corpus.builds`)."""
-    from citegate.corpus.builds import BUILDS
-
     return dict(BUILDS)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from citegate.core import paths
 from citegate.core.errors import InputError
 from citegate.core.fragments import Fragment
-from citegate.corpus.chunking import read_whisper_json, window_transcript
+from citegate.corpus.chunking import read_segments, read_whisper_json, window_transcript
 
 CORPUS = "gita"  # the lectures are commentary on the Gita and are searched with it
 
@@ -29,8 +29,6 @@ def track_fragments(
     lang: str = "en",
 ) -> Iterator[Fragment]:
     """Transcript windows of one timed track file (SRT, WebVTT or Whisper JSON)."""
-    from citegate.corpus.chunking import read_segments
-
     segments = read_whisper_json(path) if path.suffix == ".json" else read_segments(path)
     for w in window_transcript(segments):
         yield Fragment(
