@@ -5,15 +5,25 @@ from __future__ import annotations
 import argparse
 import math
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import psycopg
 import pytest
 
+from citegate.cli import ltr as ltr_cli
 from citegate.core.errors import ConfigError
-from citegate.models import ltr
-from citegate.pipeline.retrieve import Candidate
+from citegate.evaluation.metrics import mrr, ndcg_at_k
+from citegate.models.embed import default_embedder
+from citegate.models.ltr.features import FEATURE_NAMES, features, guess_lang
+from citegate.models.ltr.fit import ndcg_by_question, pairs_from, select_and_fit
+from citegate.models.ltr.model import LTRReranker, load_ltr, save_ltr
+from citegate.models.rerank import CachedReranker, make_reranker
+from citegate.pipeline.retrieve import Candidate, RetrievalTrace, text_signature
+from citegate.research import ltr_training
+from citegate.research.rerank_eval import compare_rerankers, to_markdown
+from citegate.research.traces import TraceStore
 
 
 def cand(
@@ -44,7 +54,7 @@ def cand(
 
 
 def col(name: str) -> int:
-    return ltr.FEATURE_NAMES.index(name)
+    return FEATURE_NAMES.index(name)
 
 
 # ---------------------------------------------------------------- features
@@ -57,12 +67,12 @@ def test_feature_matrix_shape_and_relative_cosine() -> None:
         cand(3, "c text", 0.80),
         cand(4, "d text", 0.75),
     ]
-    X = ltr.features("question", cands)
-    assert X.shape == (4, len(ltr.FEATURE_NAMES))
+    X = features("question", cands)
+    assert X.shape == (4, len(FEATURE_NAMES))
     assert X[:, col("cosine")].tolist() == [0.80, 0.90, 0.80, 0.75]
     assert X[:, col("cos_rank")].tolist() == [2, 1, 2, 4]  # ties share the better rank
     assert np.allclose(X[:, col("cos_gap")], [-0.1, 0.0, -0.1, -0.15])
-    assert ltr.features("q", []).shape == (0, len(ltr.FEATURE_NAMES))
+    assert features("q", []).shape == (0, len(FEATURE_NAMES))
 
 
 def test_lane_flags_and_counts() -> None:
@@ -73,12 +83,12 @@ def test_lane_flags_and_counts() -> None:
         lanes=("dense:verses@r1", "lexical@r2", "address@r1", "address:exact@r1", "lexical@r2"),
     )
     only_r2 = cand(2, "t", 0.7, lanes=("dense:verses@r2", "lexical@r2"))
-    X = ltr.features("q", [c, only_r2])
-    row = dict(zip(ltr.FEATURE_NAMES, X[0], strict=True))
+    X = features("q", [c, only_r2])
+    row = dict(zip(FEATURE_NAMES, X[0], strict=True))
     assert row["lane_dense"] == row["lane_lexical"] == 1
     assert row["lane_address"] == row["lane_address_exact"] == 1
     assert row["round2_only"] == 0 and row["n_lanes"] == 5
-    row2 = dict(zip(ltr.FEATURE_NAMES, X[1], strict=True))
+    row2 = dict(zip(FEATURE_NAMES, X[1], strict=True))
     assert row2["round2_only"] == 1 and row2["lane_address"] == row2["lane_address_exact"] == 0
 
 
@@ -88,7 +98,7 @@ def test_text_overlaps_kind_length_language_and_address() -> None:
     bad = cand(
         2, "The Super Bowl was played in Santa Clara.", 0.8, kind="verse", lang="en", addr="BG 2.13"
     )
-    X = ltr.features(q, [good, bad])
+    X = features(q, [good, bad])
     g, b = X
     assert g[col("trgm_jaccard")] > b[col("trgm_jaccard")] == 0.0
     # question words: говорит кришна бессмертии души ("что" is a stop word, "о" too short);
@@ -101,14 +111,14 @@ def test_text_overlaps_kind_length_language_and_address() -> None:
     assert g[col("lang_match")] == 1 and b[col("lang_match")] == 0
     assert g[col("log_len")] == pytest.approx(math.log1p(len(good.text)))
     assert X[:, col("address_match")].tolist() == [0, 0]
-    X2 = ltr.features("What does Bg. 2.13 teach?", [bad, good])
+    X2 = features("What does Bg. 2.13 teach?", [bad, good])
     assert X2[:, col("address_match")].tolist() == [1, 0]
 
 
 def test_language_guess() -> None:
-    assert ltr.guess_lang("Кто такой Арджуна?") == "ru"
-    assert ltr.guess_lang("कर्मण्येवाधिकारस्ते") == "hi"
-    assert ltr.guess_lang("Who is Arjuna?") == "en"
+    assert guess_lang("Кто такой Арджуна?") == "ru"
+    assert guess_lang("कर्मण्येवाधिकारस्ते") == "hi"
+    assert guess_lang("Who is Arjuna?") == "en"
 
 
 # ---------------------------------------------------------------- fitting and persistence
@@ -136,20 +146,20 @@ def synthetic_items(n: int, seed: int = 0) -> list:
 
 
 @pytest.fixture(scope="module")
-def tiny_model() -> ltr.LTRReranker:
-    pairs = ltr.pairs_from(synthetic_items(40))
+def tiny_model() -> LTRReranker:
+    pairs = pairs_from(synthetic_items(40))
     assert pairs.n_questions == 40 and pairs.y.sum() == 40
-    model, winner, report = ltr.select_and_fit(pairs, folds=4)
+    model, winner, report = select_and_fit(pairs, folds=4)
     assert winner in ("hgb", "logreg")
     assert set(report["mean"]) == {"hgb", "logreg", "none"}
     assert report["mean"][winner] > report["mean"]["none"]
     import sklearn
 
-    meta = {"feature_names": list(ltr.FEATURE_NAMES), "sklearn": sklearn.__version__}
-    return ltr.LTRReranker("tiny", model, meta)
+    meta = {"feature_names": list(FEATURE_NAMES), "sklearn": sklearn.__version__}
+    return LTRReranker("tiny", model, meta)
 
 
-def test_trained_model_ranks_the_relevant_candidate_first(tiny_model: ltr.LTRReranker) -> None:
+def test_trained_model_ranks_the_relevant_candidate_first(tiny_model: LTRReranker) -> None:
     q = "gamma kappa omega?"
     rel = cand(1, "omega and gamma with kappa", 0.78)
     irr = cand(2, "alpha beta delta sigma", 0.86)
@@ -161,12 +171,12 @@ def test_trained_model_ranks_the_relevant_candidate_first(tiny_model: ltr.LTRRer
 
 
 def test_pickle_round_trip(
-    tiny_model: ltr.LTRReranker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_model: LTRReranker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CITEGATE_VAR", str(tmp_path))
-    path = ltr.save_ltr(tiny_model)
+    path = save_ltr(tiny_model)
     assert path == tmp_path / "models" / "ltr-tiny.pkl"
-    again = ltr.load_ltr("ltr/tiny")
+    again = load_ltr("ltr/tiny")
     assert again.id == "ltr/tiny" and again.meta == tiny_model.meta
     assert again.cache_id == tiny_model.cache_id == f"ltr/tiny@{tiny_model.version}"
     cands = [c for item in synthetic_items(3, seed=7) for c in item[3]]
@@ -178,19 +188,17 @@ def test_missing_model_names_the_training_command(
 ) -> None:
     monkeypatch.setenv("CITEGATE_VAR", str(tmp_path))
     with pytest.raises(ConfigError, match=r"citegate ltr train --name nothing"):
-        ltr.load_ltr("ltr/nothing")
+        load_ltr("ltr/nothing")
     with pytest.raises(ConfigError):
-        ltr.load_ltr("../escape")
+        load_ltr("../escape")
 
 
 def test_make_reranker_loads_a_trained_model_uncached(
-    tiny_model: ltr.LTRReranker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_model: LTRReranker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from citegate.models.rerank import CachedReranker, make_reranker
-
     monkeypatch.setenv("CITEGATE_VAR", str(tmp_path))
     monkeypatch.setenv("CITEGATE_CACHE", str(tmp_path / "cache"))  # not the shared rerank cache
-    ltr.save_ltr(tiny_model)
+    save_ltr(tiny_model)
     r = make_reranker("ltr/tiny")
     # pool-dependent features: per-pair caching would mix pools, so the LTR is never pair-cached
     assert not isinstance(r, CachedReranker) and r.id == "ltr/tiny"
@@ -200,9 +208,9 @@ def test_make_reranker_loads_a_trained_model_uncached(
 
 def test_cli_registers_ltr_train(monkeypatch: pytest.MonkeyPatch) -> None:
     p = argparse.ArgumentParser()
-    ltr.register(p.add_subparsers(dest="command"))
+    ltr_cli.register(p.add_subparsers(dest="command"))
     args = p.parse_args(["ltr", "train", "--name", "x", "--sets", "xquad", "--limit", "5"])
-    assert (args.name, args.sets, args.limit, args.func) == ("x", ["xquad"], 5, ltr.cmd_train)
+    assert (args.name, args.sets, args.limit, args.func) == ("x", ["xquad"], 5, ltr_cli.cmd_train)
     args = p.parse_args(["ltr", "train"])
     assert (args.name, args.sets, args.limit, args.models) == (
         "default",
@@ -212,14 +220,62 @@ def test_cli_registers_ltr_train(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
+def test_rerank_eval_metrics_are_the_evaluation_ones() -> None:
+    """rerank_eval ranks with `citegate.evaluation.metrics` (its private copies are gone)."""
+    from citegate.research import rerank_eval
+
+    assert rerank_eval.ndcg_at_k is ndcg_at_k and rerank_eval.mrr is mrr
+    assert ndcg_at_k([[5, 1, 2]], [[1]]) == pytest.approx(1 / math.log2(3))
+    assert ndcg_at_k([[1, 2], [3]], [[1, 2], []]) == pytest.approx(1.0)  # no gold: skipped
+    assert mrr([[5, 6, 1], [5]], [[1], [1]]) == pytest.approx(1 / 6)
+
+
+def _old_ndcg_by_question(
+    scores: np.ndarray, y: np.ndarray, qid: np.ndarray, cosine: np.ndarray, k: int = 10
+) -> float:
+    """The model-selection nDCG as ltr computed it before it used `metrics.ndcg_at_k`."""
+
+    def dcg(rel: np.ndarray) -> float:
+        rel = rel[:k]
+        return float(np.sum(rel / np.log2(np.arange(2, len(rel) + 2))))
+
+    vals = []
+    for q in np.unique(qid):
+        m = qid == q
+        yq = y[m]
+        if not yq.any():
+            continue
+        order = np.lexsort((-cosine[m], -scores[m]))
+        vals.append(dcg(yq[order].astype(float)) / dcg(np.sort(yq)[::-1].astype(float)))
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def test_model_selection_ndcg_matches_the_old_per_question_copy() -> None:
+    """Same numbers as the removed copy, ties (by score, then cosine, then pool order) included."""
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        n = int(rng.integers(1, 60))
+        qid = rng.integers(0, 8, n).astype(object)
+        y = (rng.random(n) < 0.2).astype(np.int8)
+        cos = np.round(rng.uniform(0.7, 0.9, n), 2)
+        s = np.round(rng.random(n), 1)
+        new, old = ndcg_by_question(s, y, qid, cos), _old_ndcg_by_question(s, y, qid, cos)
+        assert new == pytest.approx(old, rel=1e-12, abs=1e-15) or (
+            math.isnan(new) and math.isnan(old)
+        )
+    # the pool [gold?] ordered by score: positives at ranks 2 and 3 of 3, ideal at 1 and 2
+    got = ndcg_by_question(
+        np.array([0.9, 0.5, 0.1]),
+        np.array([0, 1, 1]),
+        np.array(["q"] * 3, dtype=object),
+        np.array([0.8, 0.8, 0.8]),
+    )
+    assert got == pytest.approx((1 / math.log2(3) + 1 / math.log2(4)) / (1 + 1 / math.log2(3)))
+
+
 def test_markdown_table() -> None:
     import pandas as pd
 
-    from citegate.research.rerank_eval import _mrr, _ndcg_at_k, to_markdown
-
-    assert _ndcg_at_k([[5, 1, 2]], [[1]]) == pytest.approx(1 / math.log2(3))
-    assert _ndcg_at_k([[1, 2], [3]], [[1, 2], []]) == pytest.approx(1.0)  # no gold: skipped
-    assert _mrr([[5, 6, 1], [5]], [[1], [1]]) == pytest.approx(1 / 6)
     md = to_markdown(pd.DataFrame([{"reranker": "none", "ndcg@10": 0.5, "mrr": 0.25}]))
     assert md.splitlines()[2] == "| none | 0.5000 | 0.2500 |"
 
@@ -231,15 +287,11 @@ def test_markdown_table() -> None:
 def test_train_and_compare_on_a_small_xquad_sample(
     demo: psycopg.Connection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from citegate.models.embed import default_embedder
-    from citegate.research.rerank_eval import compare_rerankers
-    from citegate.research.traces import TraceStore
-
     monkeypatch.setenv("CITEGATE_VAR", str(tmp_path))
     # Traces hold fragment ids of the database they came from: keep the demo's apart.
     store = TraceStore(tmp_path / "traces.sqlite")
     emb = default_embedder()
-    meta = ltr.train_ltr(
+    meta = ltr_training.train_ltr(
         demo, "t40", ("xquad",), emb, progress=False, limit=40, folds=3, store=store
     )
     assert Path(meta["path"]) == tmp_path / "models" / "ltr-t40.pkl"
@@ -254,10 +306,6 @@ def test_train_and_compare_on_a_small_xquad_sample(
 
 
 def test_pools_take_texts_by_id_and_flag_stale_traces() -> None:
-    from dataclasses import replace
-
-    from citegate.pipeline.retrieve import RetrievalTrace, text_signature
-
     class FakeConn:
         def execute(self, sql: str, params: tuple) -> list[tuple[int, str]]:
             assert "FROM fragments WHERE id = ANY(%s)" in sql
@@ -271,7 +319,7 @@ def test_pools_take_texts_by_id_and_flag_stale_traces() -> None:
     def trace(*cands: Candidate) -> RetrievalTrace:
         return RetrievalTrace("q", None, {}, "e", "none", list(cands))  # type: ignore[arg-type]
 
-    pools, stale = ltr.pools_with_text(
+    pools, stale = ltr_training.pools_with_text(
         FakeConn(),
         {
             "ok": trace(slim(1, "one"), slim(2, "two"), slim(9, "gone", missed=True)),

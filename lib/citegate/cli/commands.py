@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from citegate.cli import ask
+from citegate.cli import ask, ltr
 from citegate.cli import promote as promote_cli
 from citegate.cli import run as run_cli
 from citegate.corpus import datacheck
-from citegate.models import ltr
 
 REGISTER: list[Callable[[argparse._SubParsersAction], None]] = [
     ask.register,

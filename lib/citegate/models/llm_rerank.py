@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from citegate.models.llm import local_model_path
-from citegate.models.rerank import Scorable
+from citegate.models.protocols import Scorable
 
 SYSTEM = "You are a careful relevance judge."
 INSTRUCTION = "Does the passage answer the question? Answer yes or no."

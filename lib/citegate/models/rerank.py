@@ -4,7 +4,12 @@
 - `none`: cosine order (the rerank score is the cosine itself);
 - `voyage/rerank-2`: Voyage's cross-encoder through the `voyageai` SDK (production; needs
   `VOYAGE_API_KEY`);
-- `ltr/...`: a learning-to-rank scorer (see `citegate.models.ltr`), trained on the tuning split only.
+- `ltr/...`: a learning-to-rank scorer (see `citegate.models.ltr`), trained on the tuning split only;
+- `llm/...`: a pointwise LLM relevance scorer (see `citegate.models.llm_rerank`).
+
+`make_reranker` builds any of them from the id a config names. The protocols (`Scorable`,
+`Reranker`) live in `citegate.models.protocols` (re-exported here) so that the scorers this
+factory imports never import this module back.
 """
 
 from __future__ import annotations
@@ -13,29 +18,22 @@ import os
 import struct
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
 
 from citegate.core import paths
 from citegate.core.errors import ConfigError
 from citegate.models.cache import DiskCache, digest
+from citegate.models.llm_rerank import LLMRelevanceScorer
+from citegate.models.ltr.model import load_ltr
+from citegate.models.protocols import Reranker, Scorable
 
-
-class Scorable(Protocol):
-    """What a reranker may read of a candidate."""
-
-    text: str
-    score: float
-    kind: str
-    lang: str
-    lanes: tuple[str, ...]
-
-
-class Reranker(Protocol):
-    """Scores (question, passage) pairs jointly; higher is more relevant. Scores are pointwise."""
-
-    id: str
-
-    def score(self, question: str, cands: Sequence[Scorable]) -> list[float]: ...
+__all__ = [
+    "CachedReranker",
+    "CosineReranker",
+    "Reranker",
+    "Scorable",
+    "VoyageReranker",
+    "make_reranker",
+]
 
 
 class CosineReranker:
@@ -115,15 +113,11 @@ def make_reranker(name: str) -> Reranker:
             raise ConfigError(f"reranker {name!r} needs VOYAGE_API_KEY")
         return CachedReranker(VoyageReranker(name.split("/", 1)[1]))
     if name.startswith("llm/"):
-        from citegate.models.llm_rerank import LLMRelevanceScorer
-
         scorer = LLMRelevanceScorer(n_threads=1)  # 1 thread: llama.cpp spin-waits on 2 shared cores
         if scorer.id != name:
             raise ConfigError(f"unknown LLM reranker {name!r} (have {scorer.id!r})")
         return CachedReranker(scorer)
     if name.startswith("ltr/"):
-        from citegate.models.ltr import load_ltr
-
         # Not disk-cached: its features depend on the whole candidate pool (rank in pool, gap to
         # the best cosine), so per-pair caching would mix pools; it scores ~40k pairs/s anyway.
         return load_ltr(name)

@@ -21,54 +21,26 @@ import argparse
 import math
 import sys
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 from tqdm.auto import tqdm
 
-from citegate.models import ltr
+from citegate.core.errors import CitegateError
+from citegate.evaluation.metrics import mrr, ndcg_at_k
+from citegate.models.embed import default_embedder
+from citegate.models.ltr.features import clear_caches
+from citegate.models.ltr.model import DEFAULT_NAME, load_ltr
 from citegate.models.rerank import CachedReranker, CosineReranker, Reranker, make_reranker
+from citegate.research.ltr_training import DEFAULT_SETS, set_pools
+from citegate.store.db import connect
 
 K = 10
-
-
-def _ndcg_one(ranked: Sequence[int], gold: Collection[int], k: int = K) -> float:
-    """Binary-relevance nDCG@k of one list with a log2 discount; the ideal puts every gold first."""
-    gold = set(gold)
-    head = list(dict.fromkeys(ranked[:k]))
-    dcg = sum(1.0 / math.log2(i + 2) for i, f in enumerate(head) if f in gold)
-    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(gold), k)))
-    return dcg / ideal
-
-
-def _ndcg_at_k(
-    ranked_ids: Sequence[Sequence[int]], gold: Sequence[Collection[int]], k: int = K
-) -> float:
-    """Mean nDCG@k over the questions with gold (NaN when none)."""
-    vals = [_ndcg_one(r, g, k) for r, g in zip(ranked_ids, gold, strict=True) if len(g)]
-    return sum(vals) / len(vals) if vals else math.nan
-
-
-def _mrr(ranked_ids: Sequence[Sequence[int]], gold: Sequence[Collection[int]]) -> float:
-    """Mean reciprocal rank of the first gold id (0 when absent) over the questions with gold."""
-    vals = []
-    for ranked, g in zip(ranked_ids, gold, strict=True):
-        if len(g):
-            g = set(g)
-            vals.append(next((1.0 / i for i, f in enumerate(ranked, 1) if f in g), 0.0))
-    return sum(vals) / len(vals) if vals else math.nan
-
-
-def metric_functions() -> tuple[Callable[..., float], Callable[..., float], str]:
-    """(ndcg_at_k, mrr, source), both over lists of questions (`ranked_ids`: one ranked id list
-    per question, `gold`: one id collection per question): `citegate.evaluation.metrics` when it exists,
-    else the private helpers (same definitions)."""
-    try:
-        from citegate.evaluation.metrics import mrr, ndcg_at_k
-    except ImportError:
-        return _ndcg_at_k, _mrr, "citegate.research.rerank_eval"
-    return ndcg_at_k, mrr, "citegate.evaluation.metrics"
+SPLITS = ("test", "tune")
+DEFAULT_LIMIT = 300
+DEFAULT_RERANKERS = ("none", f"ltr/{DEFAULT_NAME}")
+METRICS_MODULE = "citegate.evaluation.metrics"  # named in the report's last line
 
 
 def inner_reranker(spec: str | Reranker) -> Reranker:
@@ -78,7 +50,7 @@ def inner_reranker(spec: str | Reranker) -> Reranker:
     if spec == "none":
         return CosineReranker()
     if spec.startswith("ltr/"):
-        return ltr.load_ltr(spec)
+        return load_ltr(spec)
     r = make_reranker(spec)
     return r.inner if isinstance(r, CachedReranker) else r
 
@@ -94,9 +66,9 @@ def rank_ids(pool: Sequence[Any], scores: Sequence[float]) -> list[int]:
 def compare_rerankers(
     conn: Any,
     set_name: str,
-    rerankers: Sequence[str | Reranker] = ("none", f"ltr/{ltr.DEFAULT_NAME}"),
+    rerankers: Sequence[str | Reranker] = DEFAULT_RERANKERS,
     split: str | Sequence[str] = "test",
-    limit: int | None = 300,
+    limit: int | None = DEFAULT_LIMIT,
     embedder: Any = None,
     *,
     store: Any = None,
@@ -104,55 +76,82 @@ def compare_rerankers(
 ) -> pd.DataFrame:
     """One row per (split, reranker): questions, pairs, gold-in-pool share, the oracle nDCG@10 of
     the pool, nDCG@10, MRR, pairs/s and the seconds spent scoring."""
-    from citegate.models.embed import default_embedder
-
     emb = embedder or default_embedder()
-    ndcg_at_k, mrr, _ = metric_functions()
     scorers = [inner_reranker(r) for r in rerankers]
     splits = (split,) if isinstance(split, str) else tuple(split)
     rows = []
     for sp in splits:
-        _, questions, gold, pools = ltr.set_pools(
+        _, questions, gold, pools = set_pools(
             conn, set_name, sp, limit, emb, store=store, progress=progress
         )
-        n_pairs = sum(len(pools[q.id]) for q in questions)
         golds = [set(gold[q.id]) for q in questions]
-        in_pool = [
-            bool({c.fragment_id for c in pools[q.id]} & g)
-            for q, g in zip(questions, golds, strict=True)
-        ]
-        oracle = [
-            sorted((c.fragment_id for c in pools[q.id]), key=lambda f, g=g: f not in g)
-            for q, g in zip(questions, golds, strict=True)
-        ]
+        pool_cols = _pool_columns(questions, golds, pools)
         for scorer in scorers:
-            ltr.clear_caches()
-            spent = 0.0
-            ranked = []
-            for q in tqdm(
-                questions, desc=f"{set_name}/{sp} {scorer.id}", unit="q", disable=not progress
-            ):
-                pool = pools[q.id]
-                clock = time.perf_counter()
-                scores = scorer.score(q.text, pool) if pool else []
-                spent += time.perf_counter() - clock
-                ranked.append(rank_ids(pool, scores))
+            ranked, spent = _score_pools(scorer, questions, pools, f"{set_name}/{sp}", progress)
             rows.append(
                 {
                     "set": set_name,
                     "split": sp,
                     "reranker": scorer.id,
-                    "questions": len(questions),
-                    "pairs": n_pairs,
-                    "gold_in_pool": sum(in_pool) / len(questions) if questions else math.nan,
-                    "ndcg@10_oracle": ndcg_at_k(oracle, golds, K) if questions else math.nan,
-                    "ndcg@10": ndcg_at_k(ranked, golds, K) if questions else math.nan,
-                    "mrr": mrr(ranked, golds) if questions else math.nan,
-                    "pairs_per_s": n_pairs / spent if spent > 0 else math.inf,
-                    "score_s": spent,
+                    **pool_cols,
+                    **_ranking_columns(golds, ranked, pool_cols["pairs"], spent),
                 }
             )
     return pd.DataFrame(rows)
+
+
+def _pool_columns(
+    questions: Sequence[Any], golds: Sequence[set[int]], pools: dict[str, list[Any]]
+) -> dict[str, Any]:
+    """Columns that depend on the pools only: questions, pairs, gold-in-pool share, and the
+    oracle order (every gold id of the pool first) used for the oracle nDCG@10."""
+    in_pool = [
+        bool({c.fragment_id for c in pools[q.id]} & g)
+        for q, g in zip(questions, golds, strict=True)
+    ]
+    oracle = [
+        sorted((c.fragment_id for c in pools[q.id]), key=lambda f, g=g: f not in g)
+        for q, g in zip(questions, golds, strict=True)
+    ]
+    return {
+        "questions": len(questions),
+        "pairs": sum(len(pools[q.id]) for q in questions),
+        "gold_in_pool": sum(in_pool) / len(questions) if questions else math.nan,
+        "ndcg@10_oracle": ndcg_at_k(oracle, golds, K) if questions else math.nan,
+    }
+
+
+def _score_pools(
+    scorer: Reranker,
+    questions: Sequence[Any],
+    pools: dict[str, list[Any]],
+    label: str,
+    progress: bool,
+) -> tuple[list[list[int]], float]:
+    """Each question's pool ranked by `scorer` (feature caches cleared first, so the time is a
+    cold serving call's) and the seconds spent inside `score()`."""
+    clear_caches()
+    spent = 0.0
+    ranked = []
+    for q in tqdm(questions, desc=f"{label} {scorer.id}", unit="q", disable=not progress):
+        pool = pools[q.id]
+        clock = time.perf_counter()
+        scores = scorer.score(q.text, pool) if pool else []
+        spent += time.perf_counter() - clock
+        ranked.append(rank_ids(pool, scores))
+    return ranked, spent
+
+
+def _ranking_columns(
+    golds: Sequence[set[int]], ranked: list[list[int]], pairs: int, spent: float
+) -> dict[str, float]:
+    """One reranker's nDCG@10, MRR and throughput over the ranked pools."""
+    return {
+        "ndcg@10": ndcg_at_k(ranked, golds, K) if golds else math.nan,
+        "mrr": mrr(ranked, golds) if golds else math.nan,
+        "pairs_per_s": pairs / spent if spent > 0 else math.inf,
+        "score_s": spent,
+    }
 
 
 def to_markdown(df: pd.DataFrame) -> str:
@@ -173,39 +172,43 @@ def to_markdown(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the comparison on the project database and print it as a Markdown table."""
-    p = argparse.ArgumentParser(prog="python -m citegate.research.rerank_eval", description=__doc__)
-    p.add_argument("--sets", nargs="+", default=list(ltr.DEFAULT_SETS))
-    p.add_argument("--splits", nargs="+", default=["test", "tune"], choices=["test", "tune"])
-    p.add_argument("--limit", type=int, default=300, help="questions per set and split")
-    p.add_argument(
-        "--rerankers", nargs="+", default=["none", f"ltr/{ltr.DEFAULT_NAME}"], help="names"
-    )
-    args = p.parse_args(argv)
-
-    from citegate.core.errors import CitegateError
-    from citegate.models.embed import default_embedder
-    from citegate.store.db import connect
-
+def report(
+    sets: Sequence[str] = DEFAULT_SETS,
+    splits: Sequence[str] = SPLITS,
+    limit: int | None = DEFAULT_LIMIT,
+    rerankers: Sequence[str] = DEFAULT_RERANKERS,
+) -> str:
+    """The comparison on the project database as the text `main` prints: a Markdown table, a
+    blank line, and a line naming the metrics module, the embedder and the seconds taken.
+    Raises CitegateError (no database, untrained model, ...)."""
     emb = default_embedder()
     frames = []
     clock = time.perf_counter()
+    with connect() as conn:
+        for name in sets:
+            frames.append(compare_rerankers(conn, name, rerankers, splits, limit, emb))
+    df = pd.concat(frames, ignore_index=True)
+    return (
+        f"{to_markdown(df)}\n"
+        f"\n{METRICS_MODULE} metrics; embedder {emb.id}; "
+        f"{time.perf_counter() - clock:.1f} s in all"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the comparison on the project database and print it as a Markdown table."""
+    p = argparse.ArgumentParser(prog="python -m citegate.research.rerank_eval", description=__doc__)
+    p.add_argument("--sets", nargs="+", default=list(DEFAULT_SETS))
+    p.add_argument("--splits", nargs="+", default=list(SPLITS), choices=list(SPLITS))
+    p.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help="questions per set and split")
+    p.add_argument("--rerankers", nargs="+", default=list(DEFAULT_RERANKERS), help="names")
+    args = p.parse_args(argv)
     try:
-        with connect() as conn:
-            for name in args.sets:
-                frames.append(
-                    compare_rerankers(conn, name, args.rerankers, args.splits, args.limit, emb)
-                )
+        text = report(args.sets, args.splits, args.limit, args.rerankers)
     except CitegateError as exc:
         print(f"rerank_eval: error: {exc}", file=sys.stderr)
         return 2
-    df = pd.concat(frames, ignore_index=True)
-    print(to_markdown(df))
-    print(
-        f"\n{metric_functions()[2]} metrics; embedder {emb.id}; "
-        f"{time.perf_counter() - clock:.1f} s in all"
-    )
+    print(text)
     return 0
 
 

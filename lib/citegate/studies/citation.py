@@ -76,7 +76,7 @@ class Answer:
 
 def hydrate(conn: Any, notes: Sequence[Any]) -> tuple[Any, ...]:
     """Notes with their texts from the database (cached traces keep no text)."""
-    from citegate.models.ltr import fetch_texts
+    from citegate.research.ltr_training import fetch_texts
 
     texts = fetch_texts(conn, [c.fragment_id for c in notes if not c.text])
     return tuple(c if c.text else replace(c, text=texts.get(c.fragment_id, "")) for c in notes)
@@ -193,7 +193,7 @@ def fallback_answers(frame: pd.DataFrame) -> list[Answer]:
     (fragment ids) to be attached as optional citations. Nothing was offered to the model. The
     server's fixed "no usable answer" text (an unparsed reply) is no claim of the model's, and a
     failed call (branch `error`, status `llm_error`) is no answer at all."""
-    from citegate.models.ltr import fetch_texts
+    from citegate.research.ltr_training import fetch_texts
     from citegate.store.db import connect
 
     keep = (frame["branch"] == "fallback") & (frame["status"] != MODEL_ERROR)

@@ -1,0 +1,196 @@
+"""Pair features of the learning-to-rank reranker, computed in Python from the question text and
+what a `Scorable` carries (text, cosine, kind, lang, lanes; `addr_label` when the candidate has one),
+so the same function serves training (slim traces + texts fetched by fragment id) and serving
+(`collect` passes full candidates):
+
+- cosine, its rank within the question's candidates and its gap to the question's best cosine
+  (e5 cosines are compressed into ~0.75-0.9, so the relative features carry most of the signal);
+- lane flags (dense / lexical / address / address-exact, found in round 2 only) and the lane count;
+- character-trigram Jaccard between question and passage (a stand-in for pg_trgm similarity);
+- crude-stem overlap (first 5 chars of each lowercase word; a stand-in for the `russian` full-text
+  rank) and exact-word overlap (the `simple` config), both normalized by the question's words;
+- whether a canonical verse address in the question names the passage's address;
+- kind one-hot, log passage length, question/passage language match.
+
+The candidate pool of a question is what `retrieve._rerank` scores: every candidate that the ANN
+lanes found (`ann_missed` ones, seen only by the exact check, are left out of training and eval).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from citegate.core.fragments import KINDS
+from citegate.corpus.sources.address import find_verse_refs, verse_label
+
+STEM_LEN = 5
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
+_CYRILLIC = re.compile(r"[\u0400-\u04FF]")
+_DEVANAGARI = re.compile(r"[\u0900-\u097F]")
+# A few function words that would otherwise dominate the crude overlaps (en + ru).
+_STOP_WORDS = """the and for are was were what who whom whose which when where why how that this these those
+    with from into does did has have had not but its his her their they them you your about than
+    then there also can could would should will been being such very
+    что как кто где когда почему зачем какой какая какие каком чем это этот эта эти для при был была
+    были было его она они оно или так все всех также только уже ещё еще над под без из-за чтобы"""
+_STOP = frozenset(_STOP_WORDS.split())
+
+FEATURE_NAMES: tuple[str, ...] = (
+    "cosine",
+    "cos_rank",
+    "cos_gap",
+    "lane_dense",
+    "lane_lexical",
+    "lane_address",
+    "lane_address_exact",
+    "round2_only",
+    "n_lanes",
+    "trgm_jaccard",
+    "stem_overlap",
+    "word_overlap",
+    "address_match",
+    *(f"kind_{k}" for k in KINDS),
+    "log_len",
+    "lang_match",
+)
+
+
+def guess_lang(text: str) -> str:
+    """Crude script guess: Devanagari → `hi`, Cyrillic → `ru`, anything else → `en`."""
+    dev = len(_DEVANAGARI.findall(text))
+    cyr = len(_CYRILLIC.findall(text))
+    if dev and dev >= cyr:
+        return "hi"
+    return "ru" if cyr else "en"
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in _WORD_RE.findall(text.lower()) if len(w) > 2 and w not in _STOP]
+
+
+def trigrams(text: str) -> frozenset[str]:
+    """pg_trgm-style trigrams: lowercase alphanumeric words, each padded "  w " then cut in 3s."""
+    out: set[str] = set()
+    for w in _WORD_RE.findall(text.lower()):
+        padded = f"  {w} "
+        out.update(padded[i : i + 3] for i in range(len(padded) - 2))
+    return frozenset(out)
+
+
+@dataclass(frozen=True)
+class _Profile:
+    trigrams: frozenset[str]
+    words: frozenset[str]
+    stems: frozenset[str]
+    log_len: float
+
+
+@lru_cache(maxsize=50_000)
+def _profile(text: str) -> _Profile:
+    words = _words(text)
+    return _Profile(
+        trigrams(text),
+        frozenset(words),
+        frozenset(w[:STEM_LEN] for w in words),
+        math.log1p(len(text)),
+    )
+
+
+def clear_caches() -> None:
+    """Forget the per-text profiles (so a throughput measurement starts cold)."""
+    _profile.cache_clear()
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a or not b:
+        return 0.0
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)
+
+
+def _share(q: frozenset[str], p: frozenset[str]) -> float:
+    return len(q & p) / len(q) if q else 0.0
+
+
+def _lane_family(tag: str) -> str:
+    lane = tag.split("@", 1)[0]
+    if lane.startswith(("dense:", "exact:")):
+        return "dense"
+    if lane.startswith("address:exact"):
+        return "address_exact"
+    if lane.startswith("address"):
+        return "address"
+    if lane.startswith("lexical"):
+        return "lexical"
+    return "other"
+
+
+def features(question: str, cands: Sequence[Any]) -> np.ndarray:
+    """The (len(cands), len(FEATURE_NAMES)) float matrix of pair features.
+
+    Each candidate needs `text`, `score` (cosine), `kind`, `lang`, `lanes`; `addr_label` is read when
+    present. The relative features (`cos_rank`, `cos_gap`) are computed over `cands`, which should be
+    the question's whole candidate pool."""
+    n = len(cands)
+    out = np.zeros((n, len(FEATURE_NAMES)), dtype=np.float64)
+    if n == 0:
+        return out
+    _fill_cosines(out, cands)
+    query = _Query(
+        _profile(question),
+        guess_lang(question),
+        frozenset(verse_label(c, v) for c, v in find_verse_refs(question)),
+    )
+    for i, c in enumerate(cands):
+        _fill_row(out[i], query, c)
+    return out
+
+
+_COL = {name: i for i, name in enumerate(FEATURE_NAMES)}
+
+
+@dataclass(frozen=True)
+class _Query:
+    """What the features read of the question: its text profile, language and verse addresses."""
+
+    profile: _Profile
+    lang: str
+    addresses: frozenset[str]
+
+
+def _fill_cosines(out: np.ndarray, cands: Sequence[Any]) -> None:
+    """Cosine, its rank in the pool (1 + number of strictly better cosines) and gap to the best."""
+    cos = np.array([float(c.score) for c in cands], dtype=np.float64)
+    desc = np.sort(-cos)
+    out[:, _COL["cosine"]] = cos
+    out[:, _COL["cos_rank"]] = np.searchsorted(desc, -cos, side="left") + 1
+    out[:, _COL["cos_gap"]] = cos - cos.max()
+
+
+def _fill_row(row: np.ndarray, query: _Query, c: Any) -> None:
+    """The lane, text-overlap, address, kind, length and language features of one candidate."""
+    tags = tuple(c.lanes or ())
+    fams = {_lane_family(t) for t in tags}
+    row[_COL["lane_dense"]] = "dense" in fams
+    row[_COL["lane_lexical"]] = "lexical" in fams
+    row[_COL["lane_address"]] = "address" in fams
+    row[_COL["lane_address_exact"]] = "address_exact" in fams
+    row[_COL["round2_only"]] = bool(tags) and not any(t.endswith("@r1") for t in tags)
+    row[_COL["n_lanes"]] = len(tags)
+    qp, pp = query.profile, _profile(c.text or "")
+    row[_COL["trgm_jaccard"]] = _jaccard(qp.trigrams, pp.trigrams)
+    row[_COL["stem_overlap"]] = _share(qp.stems, pp.stems)
+    row[_COL["word_overlap"]] = _share(qp.words, pp.words)
+    addr = getattr(c, "addr_label", None)
+    row[_COL["address_match"]] = bool(query.addresses and addr and addr in query.addresses)
+    if c.kind in KINDS:
+        row[_COL[f"kind_{c.kind}"]] = 1.0
+    row[_COL["log_len"]] = pp.log_len
+    row[_COL["lang_match"]] = (c.lang or "").split("-")[0].lower() == query.lang

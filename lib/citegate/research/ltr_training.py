@@ -1,0 +1,228 @@
+"""Training data and the training run of the learning-to-rank reranker (`citegate.models.ltr`).
+
+A question's pool is what `retrieve._rerank` scores: every candidate of its cosine trace that the
+ANN lanes found (`ann_missed` ones, seen only by the exact check, are left out of training and
+eval), with texts fetched from the database by fragment id. `train_ltr` builds pairs from the TUNE
+split's pools of each question set, lets `models.ltr.fit` pick the model by cross-validated
+nDCG@10, and saves the winner with its metadata under `var/models/ltr-<name>.pkl`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from citegate.core.config import PipelineConfig
+from citegate.core.errors import ConfigError
+from citegate.corpus.questions import load_set, resolve_gold
+from citegate.evaluation.sampling import salted_sample
+from citegate.models.embed import default_embedder, default_embedder_id
+from citegate.models.ltr.features import FEATURE_NAMES
+from citegate.models.ltr.fit import pairs_from, select_and_fit
+from citegate.models.ltr.model import DEFAULT_NAME, LTRReranker, bare_name, load_ltr, save_ltr
+from citegate.models.rerank import CosineReranker
+from citegate.pipeline.retrieve import collect, text_signature
+from citegate.research.traces import traces_for
+
+DEFAULT_SETS = ("gita", "xquad")
+
+# (question id, question text, group, pool, gold fragment ids): one question's training input.
+Item = tuple[str, str, str, list[Any], list[int]]
+
+
+def pick_questions(questions: Sequence[Any], limit: int | None) -> list[Any]:
+    """A deterministic, order-independent sample: the `limit` questions with the lowest id hash
+    (mixes languages and sources; a smaller limit gives a subset of a larger one)."""
+    return salted_sample(questions, lambda q: q.id, limit)
+
+
+def fetch_texts(conn: Any, ids: Iterable[int]) -> dict[int, str]:
+    """Fragment texts by id."""
+    ids = sorted(set(ids))
+    out: dict[int, str] = {}
+    for start in range(0, len(ids), 5000):
+        chunk = ids[start : start + 5000]
+        out.update(conn.execute("SELECT id, text FROM fragments WHERE id = ANY(%s)", (chunk,)))
+    return out
+
+
+def pools_with_text(conn: Any, traces: dict[str, Any]) -> tuple[dict[str, list[Any]], list[str]]:
+    """(question id -> the trace's rerank pool (not `ann_missed`) with texts from the database,
+    ids of the stale traces).
+
+    Slim traces hold fragment ids of the database they were collected from (the trace cache does
+    not key on the database), so each fetched text is checked against the candidate's `text_sig`:
+    a trace with any mismatch is stale (collected from another database or an older ingest) and is
+    left out of the pools."""
+    texts = fetch_texts(
+        conn, (c.fragment_id for t in traces.values() for c in t.candidates if not c.ann_missed)
+    )
+    out: dict[str, list[Any]] = {}
+    stale = []
+    for qid, trace in traces.items():
+        pool = _pool_with_text(trace, texts)
+        if pool is None:
+            stale.append(qid)
+        else:
+            out[qid] = pool
+    return out, stale
+
+
+def _pool_with_text(trace: Any, texts: dict[int, str]) -> list[Any] | None:
+    """The trace's rerank pool with texts filled in; None when any text is missing or changed."""
+    pool = []
+    for c in trace.candidates:
+        if c.ann_missed:
+            continue
+        text = texts.get(c.fragment_id)
+        if text is None or (c.text_sig and text_signature(text) != c.text_sig):
+            return None
+        pool.append(replace(c, text=text))
+    return pool
+
+
+def set_pools(
+    conn: Any,
+    set_name: str,
+    split: str,
+    limit: int | None,
+    embedder: Any,
+    *,
+    store: Any = None,
+    progress: bool = True,
+) -> tuple[Any, list[Any], dict[str, list[int]], dict[str, list[Any]]]:
+    """(question set, questions, gold ids, pools with text) for one set and split: the set's
+    answerable questions of `split`, cosine traces collected (or read from the trace cache) with
+    `PipelineConfig(embedder=..., corpora=(the set's corpus,))`, exact check on as in
+    `traces_for`. Stale cached traces (see `pools_with_text`) are collected afresh (and not
+    written back) with a warning."""
+    qset = load_set(set_name)
+    questions = pick_questions(qset.where(split=split, label="answerable"), limit)
+    gold = resolve_gold(conn, qset, embedder.id)
+    cfg = PipelineConfig(embedder=embedder.id, corpora=(qset.corpus,))
+    traces = traces_for(
+        conn, questions, cfg, embedder, CosineReranker(), store=store, progress=progress
+    )
+    pools, stale = pools_with_text(conn, traces)
+    if stale:
+        warnings.warn(
+            f"{set_name}/{split}: {len(stale)} cached traces do not match this database's "
+            "fragments (cached from another database?); collecting them afresh",
+            stacklevel=2,
+        )
+        by_id = {q.id: q for q in questions}
+        for qid in stale:
+            trace = collect(
+                conn, by_id[qid].text, cfg, embedder, CosineReranker(), exact_check=True
+            )
+            pools[qid] = [c for c in trace.candidates if not c.ann_missed]
+    return qset, questions, gold, pools
+
+
+def _set_items(
+    conn: Any, set_name: str, limit: int | None, emb: Any, store: Any, progress: bool
+) -> tuple[list[Item], dict[str, Any]]:
+    """One set's tune-split training items and its entry in the model metadata."""
+    qset, questions, gold, pools = set_pools(
+        conn, set_name, "tune", limit, emb, store=store, progress=progress
+    )
+    n_pairs = sum(len(pools[q.id]) for q in questions)
+    n_hit = sum(any(c.fragment_id in set(gold[q.id]) for c in pools[q.id]) for q in questions)
+    meta = {
+        "name": set_name,
+        "corpus": qset.corpus,
+        "build_id": qset.build_id(),
+        "digest": qset.digest,
+        "questions": len(questions),
+        "questions_with_gold_in_pool": int(n_hit),
+        "pairs": int(n_pairs),
+    }
+    items = [
+        (f"{set_name}:{q.id}", q.text, f"{set_name}:{q.group}", pools[q.id], gold[q.id])
+        for q in questions
+    ]
+    return items, meta
+
+
+def train_ltr(
+    conn: Any,
+    name: str = DEFAULT_NAME,
+    set_names: Sequence[str] = DEFAULT_SETS,
+    embedder: Any = None,
+    progress: bool = True,
+    *,
+    limit: int | None = None,
+    folds: int = 5,
+    random_state: int = 0,
+    store: Any = None,
+    models: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Train on the tune split of each set (at most `limit` questions per set), pick the model by
+    cross-validated nDCG@10, save it under `var/models/ltr-<name>.pkl`; returns the metadata."""
+    import sklearn
+
+    name = bare_name(name)
+    emb = embedder or default_embedder()
+    clock = time.perf_counter()
+    items: list[Item] = []
+    sets_meta = []
+    for set_name in set_names:
+        set_items, set_meta = _set_items(conn, set_name, limit, emb, store, progress)
+        items += set_items
+        sets_meta.append(set_meta)
+    collect_s = time.perf_counter() - clock
+    clock = time.perf_counter()
+    pairs = pairs_from(items, progress=progress)
+    features_s = time.perf_counter() - clock
+    clock = time.perf_counter()
+    model, winner, cv = select_and_fit(
+        pairs, folds=folds, random_state=random_state, progress=progress, models=models
+    )
+    fit_s = time.perf_counter() - clock
+    meta = {
+        "name": name,
+        "id": f"ltr/{name}",
+        "model": winner,
+        "model_repr": repr(model),
+        "split": "tune",
+        "limit_per_set": limit,
+        "sets": sets_meta,
+        "embedder": emb.id,
+        "feature_names": list(FEATURE_NAMES),
+        "sklearn": sklearn.__version__,
+        "n_pairs": int(len(pairs.y)),
+        "n_positive": int(pairs.y.sum()),
+        "n_questions": pairs.n_questions,
+        "cv": cv,
+        "random_state": random_state,
+        "seconds": {"collect": collect_s, "features": features_s, "fit": fit_s},
+        "trained_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+    reranker = LTRReranker(name, model, meta)
+    path = save_ltr(reranker)
+    return {**reranker.meta, "path": str(path)}
+
+
+def current_reason(name: str, set_names: Sequence[str], limit: int | None) -> str:
+    """Non-empty when the saved model `name` was trained on exactly these inputs (sets and their
+    digests, limit, features, scikit-learn version, embedder): then retraining changes nothing."""
+    import sklearn
+
+    try:
+        meta = load_ltr(name).meta
+    except ConfigError:
+        return ""
+    want = {(n, load_set(n).digest) for n in set_names}
+    have = {(m["name"], m["digest"]) for m in meta.get("sets", [])}
+    same = (
+        want == have
+        and meta.get("limit_per_set") == limit
+        and meta.get("feature_names") == list(FEATURE_NAMES)
+        and meta.get("sklearn") == sklearn.__version__
+        and meta.get("embedder") == default_embedder_id()
+    )
+    return f"trained {meta.get('trained_at')} on the same inputs" if same else ""
