@@ -16,7 +16,11 @@ from citegate.core.config import PipelineConfig
 from citegate.corpus.builds import build_id
 from citegate.corpus.questions import Question, QuestionSet, load_set, resolve_gold
 from citegate.evaluation.sampling import salted_order
+from citegate.models.embed import default_embedder
+from citegate.models.rerank import make_reranker
 from citegate.pipeline.retrieve import RetrievalResult, RetrievalTrace, replay
+from citegate.research.traces import traces_for
+from citegate.store.db import connect
 
 SAMPLE_SALT = "citegate-sample"
 
@@ -78,11 +82,6 @@ def load_study(
 
     A warm run (all traces cached) opens the database only to resolve gold references.
     """
-    from citegate.models.embed import default_embedder
-    from citegate.models.rerank import make_reranker
-    from citegate.research.traces import traces_for
-    from citegate.store.db import connect
-
     emb = default_embedder()
     cfg = cfg.replace(embedder=emb.id, **({"reranker": reranker} if reranker else {}))
     rr = make_reranker(cfg.reranker)
