@@ -14,9 +14,10 @@ import pytest
 
 from citegate.cli import ltr as ltr_cli
 from citegate.core.errors import ConfigError
+from citegate.core.text import script_language
 from citegate.evaluation.metrics import mrr, ndcg_at_k
 from citegate.models.embed import default_embedder
-from citegate.models.ltr.features import FEATURE_NAMES, features, guess_lang
+from citegate.models.ltr.features import FEATURE_NAMES, features
 from citegate.models.ltr.fit import ndcg_by_question, pairs_from, select_and_fit
 from citegate.models.ltr.model import LTRReranker, load_ltr, save_ltr
 from citegate.models.rerank import CachedReranker, make_reranker
@@ -116,9 +117,9 @@ def test_text_overlaps_kind_length_language_and_address() -> None:
 
 
 def test_language_guess() -> None:
-    assert guess_lang("Кто такой Арджуна?") == "ru"
-    assert guess_lang("कर्मण्येवाधिकारस्ते") == "hi"
-    assert guess_lang("Who is Arjuna?") == "en"
+    assert script_language("Кто такой Арджуна?") == "ru"
+    assert script_language("कर्मण्येवाधिकारस्ते") == "hi"
+    assert script_language("Who is Arjuna?") == "en"
 
 
 # ---------------------------------------------------------------- fitting and persistence

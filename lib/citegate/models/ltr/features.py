@@ -28,19 +28,11 @@ from typing import Any
 import numpy as np
 
 from citegate.core.fragments import KINDS
+from citegate.core.text import OVERLAP_STOPWORDS, script_language
 from citegate.corpus.sources.address import find_verse_refs, verse_label
 
 STEM_LEN = 5
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
-_CYRILLIC = re.compile(r"[\u0400-\u04FF]")
-_DEVANAGARI = re.compile(r"[\u0900-\u097F]")
-# A few function words that would otherwise dominate the crude overlaps (en + ru).
-_STOP_WORDS = """the and for are was were what who whom whose which when where why how that this these those
-    with from into does did has have had not but its his her their they them you your about than
-    then there also can could would should will been being such very
-    что как кто где когда почему зачем какой какая какие каком чем это этот эта эти для при был была
-    были было его она они оно или так все всех также только уже ещё еще над под без из-за чтобы"""
-_STOP = frozenset(_STOP_WORDS.split())
 
 FEATURE_NAMES: tuple[str, ...] = (
     "cosine",
@@ -62,17 +54,8 @@ FEATURE_NAMES: tuple[str, ...] = (
 )
 
 
-def guess_lang(text: str) -> str:
-    """Crude script guess: Devanagari → `hi`, Cyrillic → `ru`, anything else → `en`."""
-    dev = len(_DEVANAGARI.findall(text))
-    cyr = len(_CYRILLIC.findall(text))
-    if dev and dev >= cyr:
-        return "hi"
-    return "ru" if cyr else "en"
-
-
 def _words(text: str) -> list[str]:
-    return [w for w in _WORD_RE.findall(text.lower()) if len(w) > 2 and w not in _STOP]
+    return [w for w in _WORD_RE.findall(text.lower()) if len(w) > 2 and w not in OVERLAP_STOPWORDS]
 
 
 def trigrams(text: str) -> frozenset[str]:
@@ -145,7 +128,7 @@ def features(question: str, cands: Sequence[Any]) -> np.ndarray:
     _fill_cosines(out, cands)
     query = _Query(
         _profile(question),
-        guess_lang(question),
+        script_language(question),
         frozenset(verse_label(c, v) for c, v in find_verse_refs(question)),
     )
     for i, c in enumerate(cands):
