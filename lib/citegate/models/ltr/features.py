@@ -23,13 +23,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
 from citegate.core.fragments import KINDS
 from citegate.core.text import OVERLAP_STOPWORDS, script_language
 from citegate.corpus.sources.address import find_verse_refs, verse_label
+from citegate.models.protocols import Scorable
 
 STEM_LEN = 5
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
@@ -115,7 +115,7 @@ def _lane_family(tag: str) -> str:
     return "other"
 
 
-def features(question: str, cands: Sequence[Any]) -> np.ndarray:
+def features(question: str, cands: Sequence[Scorable]) -> np.ndarray:
     """The (len(cands), len(FEATURE_NAMES)) float matrix of pair features.
 
     Each candidate needs `text`, `score` (cosine), `kind`, `lang`, `lanes`; `addr_label` is read when
@@ -148,7 +148,7 @@ class _Query:
     addresses: frozenset[str]
 
 
-def _fill_cosines(out: np.ndarray, cands: Sequence[Any]) -> None:
+def _fill_cosines(out: np.ndarray, cands: Sequence[Scorable]) -> None:
     """Cosine, its rank in the pool (1 + number of strictly better cosines) and gap to the best."""
     cos = np.array([float(c.score) for c in cands], dtype=np.float64)
     desc = np.sort(-cos)
@@ -157,7 +157,7 @@ def _fill_cosines(out: np.ndarray, cands: Sequence[Any]) -> None:
     out[:, _COL["cos_gap"]] = cos - cos.max()
 
 
-def _fill_row(row: np.ndarray, query: _Query, c: Any) -> None:
+def _fill_row(row: np.ndarray, query: _Query, c: Scorable) -> None:
     """The lane, text-overlap, address, kind, length and language features of one candidate."""
     tags = tuple(c.lanes or ())
     fams = {_lane_family(t) for t in tags}
