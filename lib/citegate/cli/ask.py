@@ -1,39 +1,51 @@
-"""`citegate ask`: one question through the production pipeline, printed for a person or as JSON.
+"""`citegate ask`: one question through the pipeline, printed for a person or as JSON.
 
-The question is checked first (`plan.clean_question`: no empty, symbol-only or NUL-byte
-questions). With `--answer`, a model call that fails (server down, HTTP error) is reported as a
-model error and the command exits 2 (`ModelFailure`), never as an insufficient corpus.
+It answers with the production config (`experiments/production.yaml`, what `citegate promote`
+wrote) unless told otherwise: `--config PATH` names another file, `--design` the design numbers
+(`core.config.DESIGN`). The config used is printed first (in `--json`, under "config": source,
+version, source run). The question is checked first (`plan.clean_question`: no empty, symbol-only
+or NUL-byte questions). With `--answer`, a model call that fails (server down, HTTP error) is
+reported as a model error and the command exits 2 (`ModelFailure`), never as an insufficient corpus.
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-from citegate.core.config import PipelineConfig, load_config
+from citegate.core.config import NamedConfig, named
 from citegate.core.errors import ModelFailure
-from citegate.pipeline.plan import clean_question
-from citegate.pipeline.render import (
-    dumps,
-    render_text,
-    render_turn,
-    result_dict,
-    to_json,
-    turn_dict,
-)
-
-if TYPE_CHECKING:  # corpus fallback
-    from citegate.models.embed import Embedder
+from citegate.models.embed import Embedder, default_embedder
+from citegate.models.rerank import make_reranker
+from citegate.pipeline.fallback import answer_turn, chat_client
+from citegate.pipeline.plan import clean_question, make_planner
+from citegate.pipeline.render import dumps, render_text, render_turn, result_dict, turn_dict
+from citegate.pipeline.retrieve import retrieve
+from citegate.store.db import connect
 
 
-def cmd_answer(args: argparse.Namespace, cfg: PipelineConfig, emb: Embedder) -> int:
+def chosen_config(args: argparse.Namespace) -> NamedConfig:
+    """The config `ask` answers with: `--design`, `--config PATH`, else production (a bad file
+    is refused here, before any model loads)."""
+    return named("design" if args.design else args.config or "production")
+
+
+def for_this_call(choice: NamedConfig, args: argparse.Namespace, embedder_id: str) -> NamedConfig:
+    """`choice` with this call's changes: `--corpus`, and on the design numbers this
+    environment's embedder (a file names its own; retrieval refuses a config naming another)."""
+    changes: dict[str, object] = {"corpora": args.corpus} if args.corpus else {}
+    if choice.source == "design":
+        changes["embedder"] = embedder_id
+    if not changes:
+        return choice
+    return NamedConfig(
+        choice.config.replace(**changes), choice.source, choice.version, choice.source_run
+    )
+
+
+def cmd_answer(args: argparse.Namespace, choice: NamedConfig, emb: Embedder) -> int:
     """The whole turn: retrieval, outline planner, and the fallback path on corpus_insufficient.
     The turn is printed either way; a failed model call then raises `ModelFailure` (exit 2)."""
-    from citegate.models.rerank import make_reranker
-    from citegate.pipeline.fallback import answer_turn, chat_client
-    from citegate.store.db import connect
-
+    cfg = choice.config
     model = args.model or (None if cfg.llm == "none" else cfg.llm)
     with connect() as conn, chat_client(model) as client:
         turn = answer_turn(
@@ -43,46 +55,61 @@ def cmd_answer(args: argparse.Namespace, cfg: PipelineConfig, emb: Embedder) -> 
     assert turn.retrieval is not None
     if args.json:
         data = result_dict(turn.retrieval, args.trace)
-        print(dumps({**data, "turn": turn_dict(turn)}))
+        print(dumps({**data, "config": choice.describe(), "turn": turn_dict(turn)}))
     else:
-        print(render_text(turn.retrieval, args.trace) + "\n\n" + render_turn(turn))
+        print(
+            f"config: {choice.label()}\n"
+            + render_text(turn.retrieval, args.trace)
+            + "\n\n"
+            + render_turn(turn)
+        )
     if turn.model_error:
         raise ModelFailure(f"model error, no answer: {turn.model_error}")
     return 0
 
 
-# --- end of corpus fallback ------------------------------------------------------------------------
-
-
 def cmd_ask(args: argparse.Namespace) -> int:
-    """Run one question and print the cited notes and the gate verdict (with `--answer`, the
-    whole turn: which branch was taken and the painted disclaimer)."""
-    from citegate.models.embed import default_embedder
-    from citegate.models.rerank import make_reranker
-    from citegate.pipeline.plan import make_planner
-    from citegate.pipeline.retrieve import retrieve
-    from citegate.store.db import connect
-
+    """Run one question and print the config used, the cited notes and the gate verdict (with
+    `--answer`, the whole turn: which branch was taken and the painted disclaimer)."""
     args.question = clean_question(args.question)
-    cfg = load_config(Path(args.config)) if args.config else None
+    choice = chosen_config(args)
     emb = default_embedder()
-    cfg = cfg or PipelineConfig(embedder=emb.id)
-    if args.corpus:
-        cfg = cfg.replace(corpora=args.corpus)
+    choice = for_this_call(choice, args, emb.id)
     if args.answer or args.fallback is not None:  # corpus fallback
-        return cmd_answer(args, cfg, emb)
+        return cmd_answer(args, choice, emb)
+    cfg = choice.config
     with connect() as conn:
-        planner = make_planner(cfg.planner)
-        res = retrieve(conn, args.question, cfg, emb, make_reranker(cfg.reranker), planner)
-    print(to_json(res, args.trace) if args.json else render_text(res, args.trace))
+        res = retrieve(
+            conn, args.question, cfg, emb, make_reranker(cfg.reranker), make_planner(cfg.planner)
+        )
+    if args.json:
+        print(dumps({**result_dict(res, args.trace), "config": choice.describe()}))
+    else:
+        print(f"config: {choice.label()}\n" + render_text(res, args.trace))
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add `citegate ask` to the CLI."""
-    p = sub.add_parser("ask", help="retrieve cited notes for a question and show the gate verdict")
+    p = sub.add_parser(
+        "ask",
+        help="retrieve cited notes for a question and show the gate verdict",
+        description="Answer with the production config (experiments/production.yaml) unless "
+        "--config or --design says otherwise; the config used is printed first.",
+    )
     p.add_argument("question")
-    p.add_argument("--config", help="PipelineConfig YAML (default: production defaults)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument(
+        "--config",
+        metavar="PATH",
+        help="answer with this config YAML (a production document or a PipelineConfig mapping) "
+        "instead of experiments/production.yaml",
+    )
+    which.add_argument(
+        "--design",
+        action="store_true",
+        help="answer with the design numbers (core.config.DESIGN) instead of production",
+    )
     p.add_argument("--corpus", nargs="+", help="corpora to search (default: the config's)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--trace", action="store_true", help="also print every candidate's fate")

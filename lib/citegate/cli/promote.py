@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 
 from citegate.core.errors import ConfigError
+from citegate.tracking import promote as P
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
     """Promote a run's recommended config (exit 1 when refused), or roll back."""
-    from citegate.tracking import promote as P
-
     if args.rollback:
         restored, replaced = P.rollback()
         print(

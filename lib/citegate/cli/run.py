@@ -9,7 +9,10 @@ from typing import Any
 
 import yaml
 
+from citegate.core import paths
 from citegate.core.errors import ConfigError
+from citegate.models.embed import default_embedder_id
+from citegate.tracking.runner import ExperimentSpec, format_checks, load_spec, run_experiment
 
 
 def parse_sets(pairs: list[str]) -> dict[str, Any]:
@@ -23,14 +26,11 @@ def parse_sets(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-def dry_run(spec: Any, profile: str | None, overrides: dict[str, Any]) -> str:
+def dry_run(spec: ExperimentSpec, profile: str | None, overrides: dict[str, Any]) -> str:
     """What would run: notebook, parameters, pipeline config, expectations. The spec's parameters
     were checked against the notebook when it was loaded; the overrides are checked here."""
-    from citegate.core import paths
-    from citegate.models.embed import default_embedder_id
-
     params = spec.resolved(profile, overrides)
-    cfg = spec.config(default_embedder_id())
+    cfg = spec.config(default_embedder_id(), params)
     lines = [
         f"experiment {spec.name}  ({spec.path})",
         f"  notebook  {spec.notebook}",
@@ -41,7 +41,7 @@ def dry_run(spec: Any, profile: str | None, overrides: dict[str, Any]) -> str:
     ]
     lines += [f"    {k} = {v!r}" for k, v in params.items()]
     lines.append(
-        "  pipeline config (overrides of production defaults): "
+        f"  pipeline config (overrides of the {spec.config_name(params)} config): "
         + (", ".join(f"{k}={v}" for k, v in spec.pipeline.items()) or "none")
     )
     lines.append(f"  config    {cfg.to_dict()}")
@@ -54,8 +54,6 @@ def dry_run(spec: Any, profile: str | None, overrides: dict[str, Any]) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run (or dry-run) each experiment; exit 1 if any run failed or missed an expectation."""
-    from citegate.tracking.runner import format_checks, load_spec, run_experiment
-
     overrides = parse_sets(args.set or [])
     specs = [load_spec(Path(p)) for p in args.specs]
     if args.dry_run:

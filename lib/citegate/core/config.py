@@ -272,26 +272,78 @@ def accepted_metrics(accepted_on: dict[str, Any]) -> dict[str, Any]:
 def production(path: Path | None = None) -> PipelineConfig:
     """The production `PipelineConfig` from the validated production file (no database check:
     `citegate.load_production_config` adds the embedder check against the stored corpora)."""
+    return _from_document(Path(path or PRODUCTION), "production").config
+
+
+@dataclass(frozen=True)
+class NamedConfig:
+    """A config and where it came from. `source`: "production", "design" or the path of a YAML
+    file; `version` and `source_run`: the production document's (None for the design numbers and
+    for a plain config file)."""
+
+    config: PipelineConfig
+    source: str
+    version: int | None = None
+    source_run: str | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """{source, version, source_run}: what `citegate ask --json` reports under "config"."""
+        return {"source": self.source, "version": self.version, "source_run": self.source_run}
+
+    def label(self) -> str:
+        """One line for a person: which config, its version and the run it was promoted from."""
+        if self.source == "design":
+            return "design (the design numbers, core.config.DESIGN; not production)"
+        if self.version is None:
+            return self.source
+        return f"{self.source} (version {self.version}, source run {self.source_run or 'unknown'})"
+
+
+def named(name: str | Path) -> NamedConfig:
+    """The config a name means: "production" (`PRODUCTION`, validated), "design" (`DESIGN`), or
+    the path of a YAML file: a production document (version, provenance) or a plain config
+    (optionally under a `pipeline:` key)."""
+    if name == "design":
+        return NamedConfig(DESIGN, "design")
+    path = PRODUCTION if name == "production" else Path(name)
+    source = "production" if name == "production" else str(name)
+    if name != "production" and not _is_production_document(path):
+        return NamedConfig(load_config(path), source)
+    return _from_document(path, source)
+
+
+def _from_document(path: Path, source: str) -> NamedConfig:
+    """The config of a production-shaped document, with its version and source run."""
     doc = read_production(path)
-    return PipelineConfig.from_dict(doc["pipeline"], source=str(path or PRODUCTION))
+    config = PipelineConfig.from_dict(doc["pipeline"], source=str(path))
+    return NamedConfig(config, source, doc["version"], doc["provenance"].get("source_run"))
+
+
+def _is_production_document(path: Path) -> bool:
+    """Whether a config file is shaped like the production file (a version and a provenance);
+    an unreadable file is not (`load_config` then names the problem)."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False
+    return isinstance(data, dict) and "version" in data and "provenance" in data
 
 
 def resolve(name: str, overrides: dict[str, Any] | None = None) -> PipelineConfig:
-    """A notebook's config: the base named by its `CONFIG` parameter ("production": the
-    production file; "design": `DESIGN`; anything else: the path of a config YAML), with its
-    `PIPELINE` overrides (the spec's `pipeline:` block) applied on top."""
-    base = {"production": production, "design": lambda: DESIGN}.get(name)
-    config = base() if base is not None else load_config(Path(name))
-    return config.replace(**(overrides or {}))
+    """A notebook's config: the base named by its `CONFIG` parameter (`named`: "production",
+    "design" or a path), with its `PIPELINE` overrides (the spec's `pipeline:` block) on top."""
+    return named(name).config.replace(**(overrides or {}))
 
 
 __all__ = [
     "COLLECTION_KEYS",
     "DESIGN",
+    "NamedConfig",
     "PRODUCTION",
     "PipelineConfig",
     "accepted_metrics",
     "load_config",
+    "named",
     "production",
     "read_production",
     "resolve",

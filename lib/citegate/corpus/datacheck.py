@@ -1,8 +1,8 @@
-"""`citegate data build|check|card`: rebuild, validate and document the labeled question sets."""
+"""Rebuild, validate and document the labeled question sets (what `citegate data build|check|card`
+calls): the counts table of the data card, and every set checked against a fresh build."""
 
 from __future__ import annotations
 
-import argparse
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -84,37 +84,16 @@ def check_all(conn: object | None, embedder_id: str | None) -> list[QuestionSet]
     return sets
 
 
-def cmd_data(args: argparse.Namespace) -> int:
-    """Dispatch `citegate data build|check|card`."""
-    if args.action == "build":
-        write_sets(build_sets())
-        write_card_counts(counts_markdown(load_set(n) for n in SETS))
-        print(f"wrote {len(SETS)} sets to {paths.QUESTIONS} and the counts in {CARD}")
-        return 0
-    if args.action == "card":
-        print(counts_markdown(load_set(n) for n in SETS))
-        return 0
-    from citegate.models.embed import default_embedder
-    from citegate.store.db import connect
+def rebuild() -> int:
+    """Rebuild every question set from its sources and the card's counts table; the set count."""
+    write_sets(build_sets())
+    write_card_counts(counts_markdown(load_set(n) for n in SETS))
+    return len(SETS)
 
-    emb = default_embedder()
-    with connect() as conn:
-        sets = check_all(conn, emb.id)
-    table = counts_markdown(sets)
-    print(table)
-    if table != card_counts():
+
+def check_card(table: str, card: Path = CARD) -> None:
+    """Refuse (InputError) when the card's counts table is not `table`, the sets' own."""
+    if table != card_counts(card):
         raise InputError(
-            CARD, "-", "counts table disagrees with the sets (run `citegate data build`)"
+            card, "-", "counts table disagrees with the sets (run `citegate data build`)"
         )
-    print(
-        f"OK: {sum(len(s.questions) for s in sets)} questions in {len(sets)} sets; gold resolved "
-        f"against {emb.id}; no split leakage; card up to date"
-    )
-    return 0
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add `citegate data` to the CLI."""
-    p = sub.add_parser("data", help="build / check / describe the labeled question sets")
-    p.add_argument("action", choices=["build", "check", "card"])
-    p.set_defaults(func=cmd_data)

@@ -1,6 +1,6 @@
 """Benchmarks, reported as ratios measured in one run (never absolute pass/fail timings).
 
-`python -m citegate.research.bench [--quick] [--out PATH]` starts its own embedded PostgreSQL in a temp dir
+`citegate bench [--quick] [--out PATH]` starts its own embedded PostgreSQL in a temp dir
 (the project's database is never touched) and measures:
 
 1. ingest throughput ÷ raw embedder throughput on the same texts (fresh embedding cache, so the
@@ -16,14 +16,12 @@ A table goes to stdout; the numbers go to `var/bench/bench.json` (or `--out`).
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import math
 import os
 import platform
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -770,28 +768,6 @@ def write_json(res: dict[str, Any], path: Path) -> None:
     path.write_text(json.dumps(_jsonable(res), indent=2) + "\n", encoding="utf-8")
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """Command-line flags."""
-    ap = argparse.ArgumentParser(
-        prog="python -m citegate.research.bench", description=__doc__.splitlines()[0]
-    )
-    ap.add_argument("--quick", action="store_true", help=f"smaller sizes ({QUICK})")
-    ap.add_argument(
-        "--out", type=Path, default=None, help="JSON output (default var/bench/bench.json)"
-    )
-    return ap.parse_args(argv)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmarks, print the table, write the JSON."""
-    args = parse_args(argv)
-    res = run(QUICK if args.quick else FULL)
-    out = args.out or paths.var_dir() / "bench" / "bench.json"
-    print(render(res))
-    write_json(res, out)
-    print(f"wrote {out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def default_out() -> Path:
+    """Where `citegate bench` writes its numbers unless told: `var/bench/bench.json`."""
+    return paths.var_dir() / "bench" / "bench.json"

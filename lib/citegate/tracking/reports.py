@@ -12,6 +12,8 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -157,25 +159,26 @@ def browser_check(report: Path, screenshot: Path | None = None) -> dict[str, Any
     return result
 
 
-def main() -> int:
-    """Check the newest report of every experiment in headless Chromium; save screenshots."""
-    from citegate.core import paths
+@dataclass(frozen=True)
+class ReportCheck:
+    """What headless Chromium saw in the newest report of one experiment."""
 
-    bad = 0
-    for exp in sorted(p for p in paths.runs_dir().glob("*") if p.is_dir() and p.name[:2].isdigit()):
+    experiment: str
+    screenshot: Path
+    seen: dict[str, Any]
+
+    @property
+    def ok(self) -> bool:
+        """Every figure loaded, at least one figure, nothing wider than the page."""
+        return self.seen["broken"] == 0 and not self.seen["overflow"] and self.seen["images"] > 0
+
+
+def check_latest_reports(runs_dir: Path) -> Iterator[ReportCheck]:
+    """Open the newest report of every experiment under `runs_dir` in headless Chromium and save
+    a screenshot beside it (what `citegate screenshot` prints, one experiment at a time)."""
+    for exp in sorted(p for p in runs_dir.glob("*") if p.is_dir() and p.name[:2].isdigit()):
         runs = sorted(exp.glob("*/report.html"))
         if not runs:
             continue
         shot = runs[-1].parent / "screenshot.png"
-        seen = browser_check(runs[-1], shot)
-        ok = seen["broken"] == 0 and not seen["overflow"] and seen["images"] > 0
-        bad += not ok
-        print(
-            f"{'OK  ' if ok else 'FAIL'} {exp.name}: {seen['images']} figures, {seen['broken']} "
-            f"broken, overflow={seen['overflow']}  screenshot {shot}"
-        )
-    return 1 if bad else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+        yield ReportCheck(exp.name, shot, browser_check(runs[-1], shot))

@@ -28,12 +28,15 @@ import yaml
 
 from citegate import __version__
 from citegate.core import paths
-from citegate.core.config import PipelineConfig
+from citegate.core.config import PipelineConfig, resolve
 from citegate.core.errors import ConfigError
 from citegate.core.redact import safe_mapping, scrub, scrub_tree
+from citegate.models.embed import default_embedder
 from citegate.tracking.recorder import CONFIG_FILE, DATASETS_FILE, INFO_FILE, METRICS_FILE
+from citegate.tracking.reports import render_report, write_index
 
 SPEC_KEYS = {
+    "extends",
     "name",
     "notebook",
     "description",
@@ -45,6 +48,8 @@ SPEC_KEYS = {
     "headline",
     "timeout_s",
 }
+# Keys an extending spec merges one level deep into its parent's (the rest replace the parent's).
+MERGED_KEYS = ("parameters", "profiles")
 RESERVED_PARAMS = {"RUN_DIR": "the runner sets it", "PIPELINE": "it comes from the pipeline block"}
 DEFAULT_TIMEOUT_S = 3600.0
 SAFE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
@@ -119,8 +124,28 @@ class ExperimentSpec:
                 raise ConfigError(f"{self.path}: unknown parameter(s) {sorted(unknown)}")
         return {**params, **overrides}
 
-    def config(self, embedder_id: str) -> PipelineConfig:
-        """The pipeline config of this experiment (production defaults + the spec's overrides)."""
+    def config_name(self, params: dict[str, Any] | None = None) -> str:
+        """The base config the notebook resolves (its `CONFIG` parameter: "production", "design" or
+        a path): from `params`, else the spec's, else the notebook's default; "design" for a
+        notebook without a CONFIG parameter (it builds on the design numbers)."""
+        for values in (params or {}, self.parameters):
+            if "CONFIG" in values:
+                return str(values["CONFIG"])
+        declared = self.notebook_params.get("CONFIG")
+        if declared is None:
+            return "design"
+        try:
+            return str(ast.literal_eval(declared.default))
+        except (ValueError, SyntaxError):
+            return "design"
+
+    def config(self, embedder_id: str, params: dict[str, Any] | None = None) -> PipelineConfig:
+        """The pipeline config of this experiment: the base its CONFIG names (`config_name`) with
+        the spec's `pipeline:` overrides. On the design numbers the embedder is this environment's
+        (as the notebook's default embedder is); a production or file config names its own."""
+        name = self.config_name(params)
+        if name != "design":
+            return resolve(name, self.pipeline)
         return PipelineConfig.from_dict(
             {"embedder": embedder_id, **self.pipeline}, source=f"{self.path}: pipeline"
         )
@@ -129,10 +154,7 @@ class ExperimentSpec:
 def load_spec(path: Path) -> ExperimentSpec:
     """Read and validate an experiment YAML, its parameters against the notebook's parameters
     cell, so a typo or a wrong type fails here (and in --dry-run), not an hour into a run."""
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read experiment spec: {exc}") from exc
+    data = read_spec(Path(path))
     if not isinstance(data, dict) or set(data) - SPEC_KEYS or not {"name", "notebook"} <= set(data):
         raise ConfigError(f"{path}: spec needs name and notebook; allowed keys {sorted(SPEC_KEYS)}")
     _check_shape(Path(path), data)
@@ -173,6 +195,35 @@ def load_spec(path: Path) -> ExperimentSpec:
         for value in values:
             check_parameters(spec, "sweep", {key: value})
     return spec
+
+
+def read_spec(path: Path, _seen: tuple[Path, ...] = ()) -> Any:
+    """The spec's YAML mapping; with `extends: PARENT.yaml` (a path relative to this file), the
+    parent's mapping with this one's keys on top: `parameters` and `profiles` merge one level deep
+    (a child changes one parameter or profile), every other key replaces the parent's. An
+    extending spec names itself (`name` is never inherited: it names the run folder)."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read experiment spec: {exc}") from exc
+    if not isinstance(data, dict) or "extends" not in data:
+        return data
+    parent = data.pop("extends")
+    if not isinstance(parent, str) or not parent:
+        raise ConfigError(f"{path}: extends must be the path of a spec, got {parent!r}")
+    if "name" not in data:
+        raise ConfigError(f"{path}: a spec that extends another needs its own name")
+    parent_path = (Path(path).parent / parent).resolve()
+    if parent_path in _seen or parent_path == Path(path).resolve():
+        raise ConfigError(f"{path}: extends {parent} makes a cycle")
+    base = read_spec(parent_path, (*_seen, Path(path).resolve()))
+    if not isinstance(base, dict):
+        raise ConfigError(f"{path}: extends {parent}, which is not a spec mapping")
+    merged = {**base, **data}
+    for key in MERGED_KEYS:
+        if isinstance(base.get(key), dict) and isinstance(data.get(key), dict):
+            merged[key] = {**base[key], **data[key]}
+    return merged
 
 
 def _check_shape(path: Path, data: dict[str, Any]) -> None:
@@ -452,11 +503,9 @@ def run_experiment(
     The run is FAILED when its notebook fails or any sweep child does (the error names them)."""
     import mlflow
 
-    from citegate.models.embed import default_embedder
-
     params = spec.resolved(profile, overrides or {})
     experiment_folder(spec)
-    cfg = spec.config(default_embedder().id)
+    cfg = spec.config(default_embedder().id, params)
     mlflow.set_tracking_uri(tracking_uri())
     exp_id = experiment_id(mlflow, spec.name)
     started = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -595,8 +644,6 @@ def _finish_artifacts(
     tags: dict[str, Any],
     error: str,
 ) -> None:
-    from citegate.tracking.reports import render_report, write_index
-
     banner = {
         "experiment": spec.name,
         "status": status,

@@ -8,8 +8,7 @@ the track made by concatenating the sentence WAVs in order.
 
 Usage (from the repository root)::
 
-    PYTHONPATH=lib python -m citegate.corpus.sources.tts_tracks \\
-        --out data/corpora/lectures --audio-dir /tmp/tracks
+    citegate tts-tracks --out data/corpora/lectures --audio-dir /tmp/tracks
 
 Without ``--audio-dir`` the audio is synthesized in a temporary folder and thrown
 away; only the JSON time codes are kept.
@@ -17,7 +16,6 @@ away; only the JSON time codes are kept.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import shutil
@@ -29,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from citegate.core.errors import ConfigError
 from citegate.core.paths import CORPORA
 
 ENGINE = "espeak-ng"
@@ -279,31 +278,14 @@ def write_json(record: dict, out_dir: Path) -> Path:
     return path
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """Command-line options."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--src", type=Path, default=DEFAULT_SRC, help="folder of lecture .txt files"
-    )
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for <track_id>.json")
-    parser.add_argument(
-        "--audio-dir", type=Path, default=None, help="also write <track_id>.wav here"
-    )
-    return parser.parse_args(argv)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Build every track; print one summary line per track."""
-    args = parse_args(argv)
+def build_all(
+    src: Path = DEFAULT_SRC, out: Path = DEFAULT_OUT, audio_dir: Path | None = None
+) -> Iterator[tuple[Path, dict]]:
+    """Build every lecture's track and write its JSON into `out`; yields (path, record) as each
+    is written (`citegate tts-tracks` prints one line per track). Refused without espeak-ng."""
     if shutil.which(ENGINE) is None:
-        raise SystemExit(f"{ENGINE} not found; install it with: apt-get install -y espeak-ng")
+        raise ConfigError(f"{ENGINE} not found; install it with: apt-get install -y espeak-ng")
     version = espeak_version()
     for lecture in LECTURES:
-        record = build_track(lecture, args.src, version, args.audio_dir)
-        path = write_json(record, args.out)
-        print(f"{path}: {len(record['segments'])} sentences, {record['duration_ms']} ms")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+        record = build_track(lecture, src, version, audio_dir)
+        yield write_json(record, out), record
