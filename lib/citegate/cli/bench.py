@@ -4,15 +4,10 @@ rerank-eval` (rerankers compared on the same candidate pools)."""
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
-import pandas as pd
-
-from citegate.models.embed import default_embedder
 from citegate.research import bench, rerank_eval
 from citegate.research.ltr_training import DEFAULT_SETS
-from citegate.store.db import connect
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -27,18 +22,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_rerank_eval(args: argparse.Namespace) -> int:
     """Run the comparison on the project database and print it as a Markdown table."""
-    emb = default_embedder()
-    clock = time.perf_counter()
-    with connect() as conn:
-        frames = [
-            rerank_eval.compare_rerankers(conn, name, args.rerankers, args.splits, args.limit, emb)
-            for name in args.sets
-        ]
-    print(rerank_eval.to_markdown(pd.concat(frames, ignore_index=True)))
-    print(
-        f"\n{rerank_eval.METRICS_MODULE} metrics; embedder {emb.id}; "
-        f"{time.perf_counter() - clock:.1f} s in all"
-    )
+    print(rerank_eval.report(args.sets, args.splits, args.limit, args.rerankers))
     return 0
 
 

@@ -1,7 +1,7 @@
 """Compare rerankers on the same candidate pools: nDCG@10 and MRR of the pool's order, and each
 reranker's throughput measured in the same run.
 
-`python -m citegate.research.rerank_eval [--sets gita xquad] [--splits test tune] [--limit 300]
+`citegate rerank-eval [--sets gita xquad] [--splits test tune] [--limit 300]
 [--rerankers none ltr/default]` prints a Markdown table.
 
 For each question (answerable, of the given split, at most `limit` per set and split, picked by id
@@ -17,9 +17,7 @@ caches cleared first, so it is what a cold serving call costs.
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -27,7 +25,6 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from citegate.core.errors import CitegateError
 from citegate.evaluation.metrics import mrr, ndcg_at_k
 from citegate.models.embed import default_embedder
 from citegate.models.ltr.features import clear_caches
@@ -178,8 +175,9 @@ def report(
     limit: int | None = DEFAULT_LIMIT,
     rerankers: Sequence[str] = DEFAULT_RERANKERS,
 ) -> str:
-    """The comparison on the project database as the text `main` prints: a Markdown table, a
-    blank line, and a line naming the metrics module, the embedder and the seconds taken.
+    """The comparison on the project database as the text `citegate rerank-eval` prints: a
+    Markdown table, a blank line, and a line naming the metrics module, the embedder and the
+    seconds taken.
     Raises CitegateError (no database, untrained model, ...)."""
     emb = default_embedder()
     frames = []
@@ -193,24 +191,3 @@ def report(
         f"\n{METRICS_MODULE} metrics; embedder {emb.id}; "
         f"{time.perf_counter() - clock:.1f} s in all"
     )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the comparison on the project database and print it as a Markdown table."""
-    p = argparse.ArgumentParser(prog="python -m citegate.research.rerank_eval", description=__doc__)
-    p.add_argument("--sets", nargs="+", default=list(DEFAULT_SETS))
-    p.add_argument("--splits", nargs="+", default=list(SPLITS), choices=list(SPLITS))
-    p.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help="questions per set and split")
-    p.add_argument("--rerankers", nargs="+", default=list(DEFAULT_RERANKERS), help="names")
-    args = p.parse_args(argv)
-    try:
-        text = report(args.sets, args.splits, args.limit, args.rerankers)
-    except CitegateError as exc:
-        print(f"rerank_eval: error: {exc}", file=sys.stderr)
-        return 2
-    print(text)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
