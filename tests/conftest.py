@@ -1,17 +1,48 @@
-"""Shared fixtures: a real embedded PostgreSQL per test session, throwaway caches."""
+"""Shared fixtures: a real embedded PostgreSQL per test session, throwaway caches; and the shared
+factories (`make_candidate`), imported by tests as `from conftest import make_candidate`."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
+from citegate.core.types import Candidate
 from citegate.store import db
+
+_candidate_ids = itertools.count(1)
+
+
+def make_candidate(fragment_id: int | None = None, **fields: Any) -> Candidate:
+    """A hand-built retrieval candidate: a round-1 dense verse hit with cosine 0.5, id from a
+    session-wide counter unless given, key `k<id>`, address `A<id>`, text `text <id>`. Any
+    `Candidate` field can be overridden by keyword."""
+    fid = next(_candidate_ids) if fragment_id is None else fragment_id
+    values: dict[str, Any] = {
+        "fragment_id": fid,
+        "frag_key": f"k{fid}",
+        "corpus": "c",
+        "kind": "verse",
+        "source_id": "src",
+        "track_id": None,
+        "start_ms": None,
+        "end_ms": None,
+        "addr_label": f"A{fid}",
+        "text": f"text {fid}",
+        "lang": "en",
+        "score": 0.5,
+        "lanes": ("dense:verses@r1",),
+        "round": 1,
+    }
+    values.update(fields)
+    return Candidate(**values)
 
 
 @pytest.fixture(scope="session", autouse=True)

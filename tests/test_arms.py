@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
+from conftest import make_candidate
 
 from citegate.core.config import PipelineConfig
 from citegate.core.errors import ConfigError
+from citegate.core.types import Candidate, RetrievalTrace
 from citegate.pipeline.arms import context_cap, fusion_scores, rrf_cut, two_scale_verdict
 from citegate.pipeline.plan import OfflinePlanner
-from citegate.pipeline.retrieve import Candidate, RetrievalTrace, replay
+from citegate.pipeline.retrieve import replay
 
 ARM = PipelineConfig(arm="rrf_hybrid")
-_ids = itertools.count(1)
 
 
 def cand(
@@ -24,24 +23,14 @@ def cand(
     length: int = 500,
     rerank: float | None = None,
 ) -> Candidate:
-    fid = next(_ids)
+    """A round-1 verse with a cosine, optional lexical rank, dense hit, source and text length."""
     lanes = (("dense:verses@r1",) if dense else ()) + (("lexical@r1",) if lex else ())
-    return Candidate(
-        fid,
-        f"k{fid}",
-        "c",
-        "verse",
-        source,
-        None,
-        None,
-        None,
-        f"A{fid}",
-        "",
-        "en",
-        score,
-        lanes,
-        1,
-        rerank,
+    return make_candidate(
+        score=score,
+        source_id=source,
+        text="",
+        lanes=lanes,
+        rerank_score=rerank,
         text_len=length,
         lex_rank=lex,
     )

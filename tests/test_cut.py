@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
+from conftest import make_candidate
 
 from citegate.core.config import PipelineConfig
+from citegate.core.types import Candidate, RetrievalTrace
 from citegate.pipeline import gate
+from citegate.pipeline.cut import compact, cut, dedup, reserves
 from citegate.pipeline.plan import OfflinePlanner
-from citegate.pipeline.retrieve import (
-    Candidate,
-    RetrievalTrace,
-    compact,
-    cut,
-    dedup,
-    replay,
-    reserves,
-)
+from citegate.pipeline.retrieve import replay
 
 CFG = PipelineConfig()
-_ids = itertools.count(1)
 
 
 def cand(
@@ -32,24 +24,21 @@ def cand(
     track: tuple | None = None,
     text: str | None = None,
 ) -> Candidate:
-    fid = next(_ids)
+    """A candidate with a cosine; `track` = (track id, start ms, end ms) makes it a window."""
     tid, s, e = track or (None, None, None)
-    return Candidate(
-        fid,
-        f"k{fid}",
-        "c",
-        kind,
-        "src",
-        tid,
-        s,
-        e,
-        None if track else f"A{fid}",
-        text or f"text {fid}",
-        "en",
-        score,
-        lanes,
-        rnd,
-        rerank,
+    extra: dict[str, object] = {"addr_label": None} if track else {}
+    if text:
+        extra["text"] = text
+    return make_candidate(
+        kind=kind,
+        track_id=tid,
+        start_ms=s,
+        end_ms=e,
+        score=score,
+        lanes=lanes,
+        round=rnd,
+        rerank_score=rerank,
+        **extra,
     )
 
 

@@ -12,15 +12,16 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from conftest import make_candidate
 from llm_stub import Stub, completion, error, stub_server
 
 from citegate.core import paths
 from citegate.core.config import PipelineConfig
 from citegate.core.errors import CitegateError, ConfigError, ModelFailure, check_model_errors
+from citegate.core.types import Candidate, RetrievalResult
 from citegate.corpus.questions import Question, QuestionSet
 from citegate.models.llm import LOCAL_MODEL_ID, ChatClient, LocalLlamaServer
 from citegate.pipeline import fallback as F
-from citegate.pipeline.retrieve import Candidate, RetrievalResult
 from citegate.studies import fallback as fs
 
 EN, RU = F.DISCLAIMERS["en"], F.DISCLAIMERS["ru"]
@@ -33,22 +34,16 @@ GOOD = {
 
 
 def cand(i: int, score: float, kind: str = "verse") -> Candidate:
-    """A hand-built retrieval candidate with a given cosine."""
-    return Candidate(
-        fragment_id=i,
-        frag_key=f"k{i}",
+    """A hand-built retrieval candidate with a given cosine (a Gita verse, BG 2.<i>)."""
+    return make_candidate(
+        i,
         corpus="gita",
         kind=kind,
         source_id="bg",
-        track_id=None,
-        start_ms=None,
-        end_ms=None,
         addr_label=f"BG 2.{i}",
         text=f"note {i} text",
-        lang="en",
         score=score,
         lanes=("dense:verse@r1",),
-        round=1,
     )
 
 

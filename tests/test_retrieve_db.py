@@ -81,7 +81,7 @@ def test_trace_frame_has_every_candidate_and_its_fate(demo: psycopg.Connection, 
         CosineReranker(),
         exact_check=True,
     )
-    frame = res.trace.to_frame(PipelineConfig(embedder=emb.id))
+    frame = res.trace.to_frame(replay(res.trace, PipelineConfig(embedder=emb.id)).stage)
     assert len(frame) == len(res.trace.candidates) > 16
     assert set(frame["stage"]) <= {
         "kept:top_k",

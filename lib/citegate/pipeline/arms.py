@@ -11,13 +11,20 @@ Both replay from the production traces, so every arm is measured on the same can
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from citegate.core.config import PipelineConfig
-from citegate.pipeline.gate import GateVerdict, lecture_count, max_score
+from citegate.core.types import (
+    Candidate,
+    GateVerdict,
+    RetrievalResult,
+    RetrievalTrace,
+    RoundResult,
+    Stage,
+)
+from citegate.pipeline.gate import lecture_count, max_score, verdict
 
 
-def fusion_scores(pool: Sequence[Any], cfg: PipelineConfig) -> dict[int, float]:
+def fusion_scores(pool: Sequence[Candidate], cfg: PipelineConfig) -> dict[int, float]:
     """RRF score of each round-1 candidate: Σ 1/(k + rank) over the dense list (cosine order,
     cosine ≥ the dense threshold) and the lexical list (full-text rank order)."""
     dense = sorted(
@@ -31,14 +38,15 @@ def fusion_scores(pool: Sequence[Any], cfg: PipelineConfig) -> dict[int, float]:
     return fused
 
 
-def _dense(c: Any) -> bool:
+def _dense(c: Candidate) -> bool:
     return any(t.startswith("dense:") and t.endswith("@r1") for t in c.lanes)
 
 
-def context_cap(notes: Sequence[Any], chars: int) -> tuple[list[Any], list[Any]]:
+def context_cap(notes: Sequence[Candidate], chars: int) -> tuple[list[Candidate], list[Candidate]]:
     """Keep notes in order while each source's accumulated text stays within `chars`."""
     used: dict[str, int] = {}
-    kept, dropped = [], []
+    kept: list[Candidate] = []
+    dropped: list[Candidate] = []
     for c in notes:
         if used.get(c.source_id, 0) + c.text_len > chars:
             dropped.append(c)
@@ -49,29 +57,29 @@ def context_cap(notes: Sequence[Any], chars: int) -> tuple[list[Any], list[Any]]
 
 
 def rrf_cut(
-    pool: Sequence[Any],
+    pool: Sequence[Candidate],
     cfg: PipelineConfig,
     reranked: bool,
-) -> tuple[list[Any], dict[int, str], dict[int, float]]:
+) -> tuple[list[Candidate], dict[int, Stage], dict[int, float]]:
     """Fuse, cap, rerank (when a reranker ran), keep the top k, cap the context per source."""
     live = [c for c in pool if c.round == 1 and not c.ann_missed]
     fused = fusion_scores(live, cfg)
-    stage = {c.fragment_id: "dropped:not_fused" for c in pool}
+    stage = {c.fragment_id: Stage.DROPPED_NOT_FUSED for c in pool}
     ranked = sorted(
         (c for c in live if c.fragment_id in fused),
         key=lambda c: (-fused[c.fragment_id], c.fragment_id),
     )[: cfg.cap]
     if reranked:
         ranked.sort(key=lambda c: (-(c.rerank_score or 0.0), -fused[c.fragment_id], c.fragment_id))
-    stage.update((c.fragment_id, "dropped:top_k") for c in ranked[cfg.rrf_top_k :])
+    stage.update((c.fragment_id, Stage.DROPPED_TOP_K) for c in ranked[cfg.rrf_top_k :])
     notes, over = context_cap(ranked[: cfg.rrf_top_k], cfg.rrf_context_chars)
-    stage.update((c.fragment_id, "dropped:context_cap") for c in over)
-    stage.update((c.fragment_id, "kept:top_k") for c in notes)
+    stage.update((c.fragment_id, Stage.DROPPED_CONTEXT_CAP) for c in over)
+    stage.update((c.fragment_id, Stage.KEPT_TOP_K) for c in notes)
     return notes, stage, fused
 
 
 def two_scale_verdict(
-    notes: Sequence[Any], fused: dict[int, float], cfg: PipelineConfig, reranked: bool
+    notes: Sequence[Candidate], fused: dict[int, float], cfg: PipelineConfig, reranked: bool
 ) -> tuple[GateVerdict, float]:
     """The two-scale gate: which threshold applies depends on whether reranking ran."""
     if reranked:
@@ -83,11 +91,8 @@ def two_scale_verdict(
     return GateVerdict(max_score(notes), lecture_count(notes), ok, ok, not ok), signal
 
 
-def rrf_replay(trace: Any, cfg: PipelineConfig) -> Any:
+def rrf_replay(trace: RetrievalTrace, cfg: PipelineConfig) -> RetrievalResult:
     """`replay` for the `rrf_hybrid` arm: one round, fusion cut, the configured gate."""
-    from citegate.pipeline.gate import verdict
-    from citegate.pipeline.retrieve import RetrievalResult, RoundResult
-
     reranked = trace.reranker_id != "none"
     notes, stage, fused = rrf_cut(trace.candidates, cfg, reranked)
     if cfg.gate == "two_scale":
@@ -100,7 +105,7 @@ def rrf_replay(trace: Any, cfg: PipelineConfig) -> Any:
     )
 
 
-def gate_signal(result: Any, cfg: PipelineConfig) -> float:
+def gate_signal(result: RetrievalResult, cfg: PipelineConfig) -> float:
     """The value the configured gate thresholds: max cosine, or the two-scale signal."""
     if cfg.arm != "rrf_hybrid" or cfg.gate != "two_scale":
         return float(result.max_score)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from citegate.core.types import ClaimStatus
 from citegate.corpus.chunking import split_sentences
 from citegate.corpus.sources.address import find_verse_refs, verse_label
 from citegate.models.embed import Embedder
@@ -222,13 +223,13 @@ class ClaimCheck:
     nearest_offered: float | None
 
     @property
-    def status(self) -> str:
+    def status(self) -> ClaimStatus:
         """uncited | supported | unsupported | fabricated (cites only never-offered sources)."""
         if not self.markers:
-            return "uncited"
+            return ClaimStatus.UNCITED
         if self.best_cosine is None:
-            return "fabricated"
-        return "supported" if self.supported else "unsupported"
+            return ClaimStatus.FABRICATED
+        return ClaimStatus.SUPPORTED if self.supported else ClaimStatus.UNSUPPORTED
 
 
 @dataclass(frozen=True)

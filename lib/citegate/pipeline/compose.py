@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from citegate.core.types import CallStatus, Status
 from citegate.models.llm import ChatClient, ChatResult, LLMError
 
 COMPOSE_SYSTEM = (
@@ -33,6 +34,11 @@ class Composed:
     offered: dict[str, str]
     status: str
     call: ChatResult | None = None
+
+    @property
+    def outcome(self) -> Status:
+        """The status as kind (`CallStatus`) and detail."""
+        return Status.parse(self.status)
 
 
 def compose_messages(question: str, sources: Sequence[str], chars: int) -> list[dict[str, str]]:
@@ -60,12 +66,12 @@ def compose(
     shown = [t for t in sources[:max_sources] if t.strip()]
     offered = {str(i): t for i, t in enumerate(shown, 1)}
     if not shown:
-        return Composed("", offered, "no sources")
+        return Composed("", offered, CallStatus.NO_SOURCES.value)
     try:
         call = client.chat(compose_messages(question, shown, chars), max_tokens=max_tokens)
     except LLMError as exc:
-        return Composed("", offered, f"llm_error: {exc}")
-    return Composed(call.text.strip(), offered, "ok", call)
+        return Composed("", offered, f"{CallStatus.LLM_ERROR}: {exc}")
+    return Composed(call.text.strip(), offered, CallStatus.OK.value, call)
 
 
 __all__ = ["COMPOSE_SYSTEM", "Composed", "compose", "compose_messages"]

@@ -33,6 +33,14 @@ import psycopg
 from citegate.core.config import PipelineConfig
 from citegate.core.errors import is_model_error
 from citegate.core.text import detect_language
+from citegate.core.types import (
+    Branch,
+    CallStatus,
+    Candidate,
+    Decision,
+    RetrievalResult,
+    Status,
+)
 from citegate.models.embed import Embedder
 from citegate.models.llm import (
     LOCAL_MODEL_ID,
@@ -46,7 +54,8 @@ from citegate.models.llm import (
 )
 from citegate.models.rerank import Reranker
 from citegate.pipeline.plan import clean_question
-from citegate.pipeline.retrieve import Candidate, RetrievalResult, retrieve
+from citegate.pipeline.render import where
+from citegate.pipeline.retrieve import retrieve
 
 DISCLAIMERS = {
     "en": "This answer is not from the trusted sources: it comes from general knowledge "
@@ -80,7 +89,7 @@ SCOPE = {
 }
 LANGUAGE_NAMES = {"en": "English", "ru": "Russian"}
 PROMPT_VARIANTS = ("asked", "asked_painted", "not_asked")
-BRANCHES = ("grounded", "fallback", "decline", "error")
+BRANCHES = tuple(Branch)
 JSON_MODES = ("schema", "json", "off")
 MAX_PROBES = 5
 Search = Callable[[str], Sequence[Candidate]]
@@ -219,7 +228,8 @@ def response_format(
 @dataclass(frozen=True)
 class FallbackAnswer:
     """One fallback call: the parsed `MemoryAnswer` (None on failure), the parse status (ok,
-    repaired, parse_failure: ..., llm_error: ...), the model's final raw text, and its calls."""
+    repaired, parse_failure: ..., llm_error: ...; `outcome` reads its kind and detail), the
+    model's final raw text, and its calls."""
 
     question: str
     lang: str
@@ -229,6 +239,11 @@ class FallbackAnswer:
     status: str
     text: str
     calls: tuple[ChatResult, ...] = ()
+
+    @property
+    def outcome(self) -> Status:
+        """The status as kind (`CallStatus`) and detail."""
+        return Status.parse(self.status)
 
     @property
     def ok(self) -> bool:
@@ -310,7 +325,8 @@ def ask_fallback(
     try:
         res = client.structured(messages, parse_reply, max_tokens=max_tokens, response_format=fmt)
     except LLMError as exc:
-        return FallbackAnswer(question, lang, variant, client.model, None, f"llm_error: {exc}", "")
+        failed = f"{CallStatus.LLM_ERROR}: {exc}"
+        return FallbackAnswer(question, lang, variant, client.model, None, failed, "")
     return FallbackAnswer(
         question, lang, variant, client.model, res.value, res.status, res.text, res.calls
     )
@@ -349,6 +365,11 @@ class Outline:
     calls: tuple[ChatResult, ...] = ()
     dropped: int = 0  # note numbers cited that no note carries (fabricated, dropped by the parser)
 
+    @property
+    def outcome(self) -> Status:
+        """The status as kind (`CallStatus`) and detail."""
+        return Status.parse(self.status)
+
 
 def outline_messages(
     question: str, notes: Sequence[Candidate], max_notes: int, chars: int
@@ -374,10 +395,10 @@ def parse_outline(text: str, n_notes: int) -> tuple[Outline | None, str]:
     if obj is None and _CONTROL.search(text or ""):
         obj, _ = first_json_object(_CONTROL.sub(" ", text))
     if obj is None:
-        return None, f"parse_failure: {why}"
+        return None, f"{CallStatus.PARSE_FAILURE}: {why}"
     items = obj.get("theses")
     if not isinstance(items, list):
-        return None, "parse_failure: 'theses' must be a list"
+        return None, f"{CallStatus.PARSE_FAILURE}: 'theses' must be a list"
     theses, cited, dropped = [], [], 0
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("text"), str):
@@ -388,7 +409,8 @@ def parse_outline(text: str, n_notes: int) -> tuple[Outline | None, str]:
         if item["text"].strip() and refs:
             theses.append(item["text"].strip())
             cited.append(tuple(dict.fromkeys(refs)))
-    return Outline(tuple(theses), tuple(cited), "ok", dropped=dropped), "ok"
+    ok = CallStatus.OK.value
+    return Outline(tuple(theses), tuple(cited), ok, dropped=dropped), ok
 
 
 def outline_call(
@@ -403,7 +425,7 @@ def outline_call(
 ) -> Outline:
     """Run the planner over the top notes; no notes, bad JSON or a failed call give no theses."""
     if not notes:
-        return Outline((), (), "no notes")
+        return Outline((), (), CallStatus.NO_NOTES.value)
     shown = list(notes[:max_notes])
     fmt = response_format(client, OUTLINE_SCHEMA, json_mode)
     try:
@@ -414,7 +436,7 @@ def outline_call(
             response_format=fmt,
         )
     except LLMError as exc:
-        return Outline((), (), f"llm_error: {exc}")
+        return Outline((), (), f"{CallStatus.LLM_ERROR}: {exc}")
     if res.value is None:
         return Outline((), (), res.status, res.calls)
     return Outline(res.value.theses, res.value.cited, res.status, res.calls, res.value.dropped)
@@ -445,7 +467,7 @@ class FallbackTurn:
     """The fallback branch of a turn: decline or painted answer, probes and admitted citations;
     `error` (no text) when the model call failed."""
 
-    branch: str  # "fallback" | "decline" | "error"
+    branch: Branch  # fallback | decline | error
     text: str
     disclaimer: str
     probes: tuple[str, ...]
@@ -471,13 +493,19 @@ def fallback_turn(
     lang = supported(lang or detect_language(question))
     fa = ask_fallback(client, question, lang, variant, max_tokens=max_tokens, json_mode=json_mode)
     if is_model_error(fa.status):
-        return FallbackTurn("error", "", "", (), (), (), fa)
+        return FallbackTurn(Branch.ERROR, "", "", (), (), (), fa)
     if fa.in_scope is False:
-        return FallbackTurn("decline", decline_text(lang), "", (), (), (), fa)
+        return FallbackTurn(Branch.DECLINE, decline_text(lang), "", (), (), (), fa)
     hits = tuple(c for probe in fa.probes for c in search(probe))
     admitted = tuple(admit(hits, admission))
     return FallbackTurn(
-        "fallback", paint(fa.answer, lang), disclaimer_for(lang), fa.probes, hits, admitted, fa
+        Branch.FALLBACK,
+        paint(fa.answer, lang),
+        disclaimer_for(lang),
+        fa.probes,
+        hits,
+        admitted,
+        fa,
     )
 
 
@@ -491,10 +519,10 @@ class Turn:
 
     question: str
     lang: str
-    branch: str
+    branch: Branch
     corpus_insufficient: bool
     reason: str
-    decision: str
+    decision: Decision
     notes: tuple[Candidate, ...]
     theses: tuple[str, ...]
     text: str
@@ -509,16 +537,15 @@ class Turn:
 
     def fail(self, stage: str, status: str) -> None:
         """Mark the turn as failed by a model call of `stage` (its `llm_error: ...` status)."""
-        self.model_error = f"{stage}: {status.removeprefix('llm_error:').strip()}"
-        self.branch, self.reason, self.text = "error", f"model error ({self.model_error})", ""
+        self.model_error = f"{stage}: {Status.parse(status).detail}"
+        self.branch, self.reason = Branch.ERROR, f"model error ({self.model_error})"
+        self.text = ""
 
 
 def grounded_text(
     theses: Sequence[str], cited: Sequence[Sequence[int]], notes: Sequence[Candidate]
 ) -> str:
     """The grounded reply: one line per thesis with the addresses of the notes it cites."""
-    from citegate.pipeline.render import where
-
     lines = []
     for thesis, refs in zip(theses, cited, strict=True):
         labels = ", ".join(where(notes[r - 1]) for r in refs)
@@ -564,11 +591,13 @@ def answer_turn(
     lang = supported(detect_language(question))
     res = retrieve(conn, question, cfg, embedder, reranker)  # type: ignore[arg-type]
     plan = (
-        Outline((), (), "skipped: gate bailed out")
-        if res.decision == "insufficient"
+        Outline((), (), f"{CallStatus.SKIPPED}: gate bailed out")
+        if res.decision == Decision.INSUFFICIENT
         else outline_call(client, question, res.notes, max_tokens=max_tokens, json_mode=json_mode)
     )
-    turn = Turn(question, lang, "grounded", False, "", res.decision, res.notes, plan.theses, "")
+    turn = Turn(
+        question, lang, Branch.GROUNDED, False, "", res.decision, res.notes, plan.theses, ""
+    )
     turn.outline_status, turn.retrieval = plan.status, res
     if is_model_error(plan.status):
         turn.fail("outline planner", plan.status)
@@ -576,14 +605,15 @@ def answer_turn(
         turn.text = grounded_text(plan.theses, plan.cited, res.notes)
     else:
         turn.corpus_insufficient = True
-        turn.reason = "gate: bail out" if res.decision == "insufficient" else "outline: no theses"
+        bailed = res.decision == Decision.INSUFFICIENT
+        turn.reason = "gate: bail out" if bailed else "outline: no theses"
         enabled = cfg.enable_corpus_fallback if enable_fallback is None else enable_fallback
         if enabled:
             _take_fallback(
                 turn, conn, cfg, embedder, reranker, client, variant, max_tokens, json_mode
             )
         else:
-            turn.branch, turn.text = "decline", NOT_FOUND[lang]
+            turn.branch, turn.text = Branch.DECLINE, NOT_FOUND[lang]
     turn.usage = _usage_delta(before, client.usage.as_dict())
     return turn
 
@@ -616,7 +646,7 @@ def _take_fallback(
     )
     turn.branch, turn.text, turn.disclaimer = fb.branch, fb.text, fb.disclaimer
     turn.probes, turn.admitted, turn.fallback = fb.probes, fb.admitted, fb.answer
-    if fb.branch == "error":
+    if fb.branch == Branch.ERROR:
         turn.fail("fallback", fb.answer.status)
 
 

@@ -1,18 +1,16 @@
 """The coverage gate: plain comparisons on `max_score` = the max COSINE of the ranked set.
 
 Never the rerank score: rerank scores are relative to one question and carry no absolute meaning.
+The verdict type (`GateVerdict`, with its `GateDecision`) lives in `citegate.core.types`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from citegate.core.config import PipelineConfig
-
-# gate decision -> retrieval decision; any other gate decision ("between") is "weak"
-RETRIEVAL_DECISIONS = {"good_enough": "answer", "bail_out": "insufficient"}
+from citegate.core.types import GateVerdict
 
 
 class Scored(Protocol):
@@ -49,30 +47,6 @@ def should_bail_out(notes: Sequence[Scored], cfg: PipelineConfig) -> bool:
     return max_score(notes) < cfg.bail_out_score
 
 
-@dataclass(frozen=True)
-class GateVerdict:
-    """The gate's reading of one round."""
-
-    max_score: float
-    lectures: int
-    sufficient: bool
-    good_enough: bool
-    bail_out: bool
-
-    @property
-    def decision(self) -> str:
-        """good_enough (answer), bail_out (corpus insufficient) or between (fan out again)."""
-        if self.good_enough:
-            return "good_enough"
-        return "bail_out" if self.bail_out else "between"
-
-    @property
-    def retrieval_decision(self) -> str:
-        """What retrieval reports for this verdict: answer (good_enough), insufficient (bail_out)
-        or weak (between)."""
-        return RETRIEVAL_DECISIONS.get(self.decision, "weak")
-
-
 def verdict(notes: Sequence[Scored], cfg: PipelineConfig) -> GateVerdict:
     """Evaluate every gate function on one round's notes."""
     return GateVerdict(
@@ -82,3 +56,14 @@ def verdict(notes: Sequence[Scored], cfg: PipelineConfig) -> GateVerdict:
         is_coverage_good_enough(notes, cfg),
         should_bail_out(notes, cfg),
     )
+
+
+__all__ = [
+    "GateVerdict",
+    "is_coverage_good_enough",
+    "is_coverage_sufficient",
+    "lecture_count",
+    "max_score",
+    "should_bail_out",
+    "verdict",
+]

@@ -2,44 +2,19 @@
 
 Offline the plan is deterministic: the question itself. With an LLM planner configured (an
 OpenAI-compatible chat model), the model proposes sub-questions; the plan is part of the trace.
+The plan's types (`QueryPlan`, `SubQuestion`) live in `citegate.core.types`.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
 from typing import Protocol
 
-from citegate.core.errors import QuestionError
+from citegate.core.errors import ConfigError, QuestionError
 from citegate.core.text import STOPWORDS
-
-
-@dataclass(frozen=True)
-class SubQuestion:
-    """One typed sub-question; `kind` says what it asks for (main, definition, example, ...)."""
-
-    kind: str
-    text: str
-    paraphrases: tuple[str, ...] = ()
-
-    def texts(self) -> tuple[str, ...]:
-        """The sub-question and its paraphrases, each searched by every lane."""
-        return (self.text, *self.paraphrases[:2])
-
-
-@dataclass(frozen=True)
-class QueryPlan:
-    """What the retrieval searches for, and which planner produced it."""
-
-    question: str
-    subquestions: tuple[SubQuestion, ...]
-    planner: str
-    notes: dict[str, str] = field(default_factory=dict)
-
-    def texts(self) -> list[str]:
-        """Every text searched in round one, without repeats, in plan order."""
-        return list(dict.fromkeys(t for s in self.subquestions for t in s.texts()))
+from citegate.core.types import QueryPlan, SubQuestion
+from citegate.models.llm import ChatClient, first_json_object
 
 
 class Planner(Protocol):
@@ -101,8 +76,6 @@ KINDS = ("main", "definition", "example", "context", "comparison")
 
 def parse_plan(text: str) -> tuple[tuple[SubQuestion, ...] | None, str]:
     """Typed sub-questions from a model reply, or None and why (for one repair round-trip)."""
-    from citegate.models.llm import first_json_object
-
     obj, why = first_json_object(text)
     subs = obj.get("subquestions") if obj else None
     if not isinstance(subs, list) or not 1 <= len(subs) <= 4:
@@ -141,13 +114,9 @@ class LLMPlanner:
 
 def make_planner(name: str) -> Planner:
     """`offline`, or `llm` (the chat model of the environment: OpenRouter / OpenAI-compatible)."""
-    from citegate.core.errors import ConfigError
-
     if name == "offline":
         return OfflinePlanner()
     if name == "llm":
-        from citegate.models.llm import ChatClient
-
         client = ChatClient.from_env()
         if client is None:
             raise ConfigError(

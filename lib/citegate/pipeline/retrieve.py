@@ -3,16 +3,16 @@ with the coverage gate deciding on a second fanout round.
 
 `retrieve` = `collect` (database and models, once) + `replay` (pure, no database, no model). Every
 candidate a config could ever keep is in the trace, so `replay(trace, other_config)` gives exactly
-what `retrieve(question, other_config)` would, as long as the collection keys agree.
+what `retrieve(question, other_config)` would, as long as the collection keys agree. The cut
+itself is `citegate.pipeline.cut`; the result types are `citegate.core.types` (also importable
+from here).
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
-from functools import cached_property
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -20,227 +20,34 @@ import psycopg
 
 from citegate.core.config import COLLECTION_KEYS, PipelineConfig
 from citegate.core.errors import ConfigError
-from citegate.core.fragments import LIBRARY_KINDS
+from citegate.core.types import (
+    FORCING_LANES,
+    Candidate,
+    GateDecision,
+    RetrievalResult,
+    RetrievalTrace,
+    RoundResult,
+    Stage,
+)
 from citegate.models.embed import Embedder
 from citegate.models.rerank import Reranker
 from citegate.pipeline import lanes
-from citegate.pipeline.gate import GateVerdict, verdict
-from citegate.pipeline.plan import OfflinePlanner, Planner, QueryPlan, clean_question, keywords
+from citegate.pipeline.arms import rrf_replay
+from citegate.pipeline.cut import (
+    cap,
+    compact,
+    cut,
+    dedup,
+    pre_floor,
+    reserves,
+    text_signature,
+    top_k,
+)
+from citegate.pipeline.gate import verdict
+from citegate.pipeline.plan import OfflinePlanner, Planner, clean_question, keywords
 
-FORCING_LANES = ("lexical", "address")
 # Bump when lanes or collection change what a trace holds: cached traces are keyed on it.
 RETRIEVAL_VERSION = "3"
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A fragment found by at least one lane. `score` is always its true cosine to the question."""
-
-    fragment_id: int
-    frag_key: str
-    corpus: str
-    kind: str
-    source_id: str
-    track_id: str | None
-    start_ms: int | None
-    end_ms: int | None
-    addr_label: str | None
-    text: str
-    lang: str
-    score: float
-    lanes: tuple[str, ...]
-    round: int
-    rerank_score: float | None = None
-    ann_missed: bool = False  # found only by exact search: the HNSW index lost it
-    text_sig: str = ""  # digest of the normalized text: dedup works on slim traces too
-    text_len: int = 0  # characters of text (slim traces keep it for per-source context caps)
-    lex_rank: int | None = None  # best round-1 rank in the lexical lane (for the RRF arm)
-
-    @cached_property
-    def forced(self) -> bool:
-        """Lexical and address hits pass the cosine pre-floor regardless of their cosine."""
-        return any(lane.startswith(FORCING_LANES) for lane in self.lanes)
-
-    @cached_property
-    def pinned(self) -> bool:
-        """Named by a canonical address in the question ("BG 2.13"): the user asked for this
-        source, so it also passes the cap and ranks first."""
-        return any(lane.startswith("address:exact") for lane in self.lanes)
-
-    def rank_key(self) -> tuple[bool, float, float, int]:
-        """Pinned first, then rerank score, then cosine, then id (deterministic ties)."""
-        rr = self.score if self.rerank_score is None else self.rerank_score
-        return (not self.pinned, -rr, -self.score, self.fragment_id)
-
-
-@dataclass(frozen=True)
-class RoundResult:
-    """The cut and gate of one fanout round."""
-
-    round: int
-    notes: tuple[Candidate, ...]
-    stage: dict[int, str]
-    gate: GateVerdict
-
-
-@dataclass
-class RetrievalTrace:
-    """Everything a retrieval saw, enough to replay its cut under another config."""
-
-    question: str
-    plan: QueryPlan
-    collection: dict[str, Any]
-    embedder_id: str
-    reranker_id: str
-    candidates: list[Candidate]
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def slim(self) -> RetrievalTrace:
-        """A copy without candidate texts (replay needs only `text_sig`): what the cache stores."""
-        cands = [replace(c, text="") for c in self.candidates]
-        return RetrievalTrace(
-            self.question,
-            self.plan,
-            self.collection,
-            self.embedder_id,
-            self.reranker_id,
-            cands,
-            dict(self.timings),
-        )
-
-    def to_frame(self, config: PipelineConfig | None = None) -> Any:
-        """One row per candidate: lanes, cosine, rerank, and the stage that kept or dropped it."""
-        import pandas as pd
-
-        result = replay(self, config) if config else None
-        rows = []
-        for c in self.candidates:
-            row = {k: v for k, v in asdict(c).items() if k != "text"}
-            row["lanes"] = ",".join(c.lanes)
-            row["forced"] = c.forced
-            row["stage"] = result.stage.get(c.fragment_id, "") if result else ""
-            rows.append(row)
-        return pd.DataFrame(rows)
-
-
-@dataclass(frozen=True)
-class RetrievalResult:
-    """What the pipeline returns: the final notes, the gate decision, and the trace."""
-
-    notes: tuple[Candidate, ...]
-    decision: str  # "answer" | "insufficient" | "weak"
-    rounds: tuple[RoundResult, ...]
-    trace: RetrievalTrace
-
-    @property
-    def stage(self) -> dict[int, str]:
-        """Fate of every candidate in the last round run."""
-        return self.rounds[-1].stage
-
-    @property
-    def max_score(self) -> float:
-        """Max cosine of the final ranked set (the gate's signal)."""
-        return self.rounds[-1].gate.max_score
-
-
-# ---------------------------------------------------------------- the cut (pure functions)
-
-
-def pre_floor(pool: Sequence[Candidate], floor: float) -> tuple[list[Candidate], list[Candidate]]:
-    """Split into (kept, dropped) by cosine; lexical and address hits are always kept."""
-    kept = [c for c in pool if c.forced or c.score >= floor]
-    return kept, [c for c in pool if not (c.forced or c.score >= floor)]
-
-
-def cap(pool: Sequence[Candidate], n: int) -> tuple[list[Candidate], list[Candidate]]:
-    """Keep the top n by cosine (pinned address hits first)."""
-    ordered = sorted(pool, key=lambda c: (not c.pinned, -c.score, c.fragment_id))
-    return ordered[:n], ordered[n:]
-
-
-def top_k(pool: Sequence[Candidate], k: int) -> tuple[list[Candidate], list[Candidate]]:
-    """Keep the first k by rerank *rank* (no absolute rerank threshold exists on purpose)."""
-    ordered = sorted(pool, key=Candidate.rank_key)
-    return ordered[:k], ordered[k:]
-
-
-def _group(kind: str) -> str:
-    return "verse" if kind == "verse" else "library" if kind in LIBRARY_KINDS else "other"
-
-
-def reserves(
-    top: Sequence[Candidate],
-    rest: Sequence[Candidate],
-    cfg: PipelineConfig,
-) -> list[Candidate]:
-    """Candidates from `rest` (in rank order) admitted so that the final notes hold at least
-    `reserve_verses` verses and `reserve_library` library passages, each with cosine ≥ the floor."""
-    need = {"verse": cfg.reserve_verses, "library": cfg.reserve_library}
-    for c in top:
-        if _group(c.kind) in need:
-            need[_group(c.kind)] -= 1
-    admitted = []
-    for c in sorted(rest, key=Candidate.rank_key):
-        g = _group(c.kind)
-        if need.get(g, 0) > 0 and c.score >= cfg.reserve_floor:
-            admitted.append(c)
-            need[g] -= 1
-    return admitted
-
-
-def text_signature(text: str) -> str:
-    """Digest of the case- and whitespace-normalized text (what dedup compares)."""
-    return hashlib.sha1(" ".join(text.lower().split()).encode("utf-8")).hexdigest()
-
-
-def _overlap(a: Candidate, b: Candidate) -> float:
-    if a.track_id is None or a.track_id != b.track_id:
-        return 0.0
-    inter = min(a.end_ms, b.end_ms) - max(a.start_ms, b.start_ms)  # type: ignore[operator]
-    shorter = min(a.end_ms - a.start_ms, b.end_ms - b.start_ms)  # type: ignore[operator]
-    return max(inter, 0) / shorter if shorter > 0 else 0.0
-
-
-def dedup(
-    notes: Sequence[Candidate], min_overlap: float
-) -> tuple[list[Candidate], list[Candidate]]:
-    """Drop a note whose text repeats an earlier one, or a window overlapping an earlier window of
-    the same track by at least `min_overlap` of the shorter one. Earlier = better ranked."""
-    kept: list[Candidate] = []
-    dropped: list[Candidate] = []
-    seen_text: set[str] = set()
-    for c in notes:
-        norm = c.text_sig or text_signature(c.text)
-        if norm in seen_text or any(_overlap(c, k) >= min_overlap for k in kept):
-            dropped.append(c)
-            continue
-        seen_text.add(norm)
-        kept.append(c)
-    return kept, dropped
-
-
-def cut(pool: Sequence[Candidate], cfg: PipelineConfig) -> tuple[list[Candidate], dict[int, str]]:
-    """Apply the cut in the production order; returns the notes and each candidate's fate."""
-    stage: dict[int, str] = {c.fragment_id: "ann_missed" for c in pool if c.ann_missed}
-    live = [c for c in pool if not c.ann_missed]
-    live, dropped = pre_floor(live, cfg.pre_floor)
-    stage.update((c.fragment_id, "dropped:pre_floor") for c in dropped)
-    live, dropped = cap(live, cfg.cap)
-    stage.update((c.fragment_id, "dropped:cap") for c in dropped)
-    top, rest = top_k(live, cfg.rerank_top_k)
-    extra = reserves(top, rest, cfg)
-    stage.update((c.fragment_id, "dropped:top_k") for c in rest)
-    stage.update((c.fragment_id, "kept:top_k") for c in top)
-    stage.update((c.fragment_id, "kept:reserve") for c in extra)
-    notes, dropped = dedup([*top, *extra], cfg.dedup_overlap)
-    stage.update((c.fragment_id, "dropped:dedup") for c in dropped)
-    return notes, stage
-
-
-def compact(notes: Sequence[Candidate], cited_ids: Sequence[int]) -> list[Candidate]:
-    """Before generation, keep only the notes the plan cites (in citation order, no repeats)."""
-    by_id = {c.fragment_id: c for c in notes}
-    return [by_id[i] for i in dict.fromkeys(cited_ids) if i in by_id]
 
 
 def replay(trace: RetrievalTrace, cfg: PipelineConfig) -> RetrievalResult:
@@ -255,15 +62,14 @@ def replay(trace: RetrievalTrace, cfg: PipelineConfig) -> RetrievalResult:
     if cfg.max_fanout_rounds > trace.collection["max_fanout_rounds"]:
         raise ConfigError("cannot replay more fanout rounds than the trace collected")
     if cfg.arm == "rrf_hybrid":
-        from citegate.pipeline.arms import rrf_replay
-
         return rrf_replay(trace, cfg)
     rounds: list[RoundResult] = []
     for r in range(1, cfg.max_fanout_rounds + 1):
         notes, stage = cut([c for c in trace.candidates if c.round <= r], cfg)
-        stage.update((c.fragment_id, "unused:later_round") for c in trace.candidates if c.round > r)
+        later = (c for c in trace.candidates if c.round > r)
+        stage.update((c.fragment_id, Stage.UNUSED_LATER_ROUND) for c in later)
         rounds.append(RoundResult(r, tuple(notes), stage, verdict(notes, cfg)))
-        if rounds[-1].gate.decision != "between":
+        if rounds[-1].gate.decision != GateDecision.BETWEEN:
             break
     decision = rounds[-1].gate.retrieval_decision
     return RetrievalResult(rounds[-1].notes, decision, tuple(rounds), trace)
@@ -440,14 +246,22 @@ def retrieve(
 
 
 __all__ = [
-    "Candidate",
-    "RetrievalTrace",
-    "RetrievalResult",
-    "RoundResult",
-    "retrieve",
-    "replay",
-    "collect",
-    "cut",
-    "compact",
     "COLLECTION_KEYS",
+    "FORCING_LANES",
+    "RETRIEVAL_VERSION",
+    "Candidate",
+    "RetrievalResult",
+    "RetrievalTrace",
+    "RoundResult",
+    "cap",
+    "collect",
+    "compact",
+    "cut",
+    "dedup",
+    "pre_floor",
+    "replay",
+    "reserves",
+    "retrieve",
+    "text_signature",
+    "top_k",
 ]

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from citegate.core.types import RewriteRule, split_outcome
 from citegate.corpus.sources.address import find_verse_refs, verse_label
 from citegate.models.llm import ChatResult, LLMError
 
@@ -72,7 +73,17 @@ class RewriteResult:
     query_used: str
     rewritten: str | None
     accepted: bool
-    reason: str
+    reason: str  # "<rule>" or "<rule>: <detail>", the rule a `RewriteRule`
+
+    @property
+    def rule(self) -> RewriteRule:
+        """The rule that decided (or why no rewrite was tried): `reason` before its ':'."""
+        return RewriteRule(split_outcome(self.reason)[0])
+
+    @property
+    def detail(self) -> str:
+        """What the rule saw: `reason` after its ':' ("" when it has none)."""
+        return split_outcome(self.reason)[1]
 
 
 # --------------------------------------------------------------------------- prompt
@@ -121,19 +132,21 @@ def clean_rewrite(candidate: str) -> str:
 def _shape_problem(original: str, text: str) -> str | None:
     """Why the candidate's size or layout is unfit for a search query, if it is."""
     if not text:
-        return "empty: the model returned no query"
+        return f"{RewriteRule.EMPTY}: the model returned no query"
     if len(text) > MAX_CHARS:
-        return f"too_long: {len(text)} chars > {MAX_CHARS}"
+        return f"{RewriteRule.TOO_LONG}: {len(text)} chars > {MAX_CHARS}"
     base = max(len(original.strip()), 1)
     if len(text) > GROWTH_FACTOR * base and len(text) > GROWTH_MIN_CHARS:
         return (
-            f"grown: {len(text)} chars is {len(text) / base:.1f}x the original {base} "
+            f"{RewriteRule.GROWN}: {len(text)} chars is {len(text) / base:.1f}x the original {base} "
             f"(limit {GROWTH_FACTOR:g}x once over {GROWTH_MIN_CHARS} chars)"
         )
     if _BLANK_LINE.search(text):
-        return "multi_paragraph: blank line in the output"
+        return f"{RewriteRule.MULTI_PARAGRAPH}: blank line in the output"
     if text.count("\n") > MAX_LINE_BREAKS:
-        return f"multi_paragraph: {text.count(chr(10))} line breaks > {MAX_LINE_BREAKS}"
+        return (
+            f"{RewriteRule.MULTI_PARAGRAPH}: {text.count(chr(10))} line breaks > {MAX_LINE_BREAKS}"
+        )
     return None
 
 
@@ -143,7 +156,7 @@ def _opening_problem(text: str) -> str | None:
     m = _OPENERS.match(head)
     if m is None:
         return None
-    kind = "refusal" if m.group("refusal") else "preamble"
+    kind = RewriteRule.REFUSAL if m.group("refusal") else RewriteRule.PREAMBLE
     return f"{kind}: opens with {head[: m.end()]!r}"
 
 
@@ -191,14 +204,14 @@ def _identifier_problem(original: str, text: str) -> str | None:
     first, so a lost `v2.3.1` is named as such rather than as the verse-like `3.1` inside it."""
     for token in code_tokens(original):
         if not _kept(token, text):
-            return f"lost_identifier: code token {token!r} missing"
+            return f"{RewriteRule.LOST_IDENTIFIER}: code token {token!r} missing"
     kept_refs = set(find_verse_refs(text))
     for chapter, verse in find_verse_refs(original):
         if (chapter, verse) not in kept_refs:
-            return f"lost_identifier: verse address {verse_label(chapter, verse)} missing"
+            return f"{RewriteRule.LOST_IDENTIFIER}: verse address {verse_label(chapter, verse)} missing"
     for phrase in quoted_strings(original):
         if phrase not in text:
-            return f"lost_identifier: quoted string {phrase!r} missing"
+            return f"{RewriteRule.LOST_IDENTIFIER}: quoted string {phrase!r} missing"
     return None
 
 
@@ -215,10 +228,14 @@ def validate_rewrite(original: str, candidate: str) -> tuple[bool, str]:
     problem = (
         _shape_problem(original, text)
         or _opening_problem(candidate.strip())
-        or ("prompt_echo: copies the conversation data block" if echoes_prompt(text) else None)
+        or (
+            f"{RewriteRule.PROMPT_ECHO}: copies the conversation data block"
+            if echoes_prompt(text)
+            else None
+        )
         or _identifier_problem(original, text)
     )
-    return (False, problem) if problem else (True, "ok")
+    return (False, problem) if problem else (True, RewriteRule.OK.value)
 
 
 # --------------------------------------------------------------------------- rewriting
@@ -238,13 +255,13 @@ def rewrite_query(
     rejected rewrite falls back to the raw query; the result records the model's text and why.
     """
     if turn_index == 0:
-        return RewriteResult(query, None, False, "first turn")
+        return RewriteResult(query, None, False, RewriteRule.FIRST_TURN.value)
     if not history:
-        return RewriteResult(query, None, False, "no history")
+        return RewriteResult(query, None, False, RewriteRule.NO_HISTORY.value)
     try:
         reply = client.chat(build_rewrite_messages(history, query), max_tokens=max_tokens)
     except LLMError as exc:
-        return RewriteResult(query, None, False, f"llm_error: {exc}")
+        return RewriteResult(query, None, False, f"{RewriteRule.LLM_ERROR}: {exc}")
     ok, reason = validate_rewrite(query, reply.text)
     used = clean_rewrite(reply.text) if ok else query
     return RewriteResult(used, reply.text, ok, reason)

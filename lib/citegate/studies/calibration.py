@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from citegate.core.config import PipelineConfig
+from citegate.core.types import Step
 from citegate.evaluation import metrics as M
 from citegate.pipeline.arms import fusion_scores
 from citegate.research.study import Study
@@ -29,7 +30,7 @@ def pairs(study: Study, cfg: PipelineConfig) -> pd.DataFrame:
             round1 = [c for c in s.traces[q.id].candidates if c.round == 1]
             fused = fusion_scores(round1, cfg.replace(arm="rrf_hybrid"))
             for c in s.traces[q.id].candidates:
-                if stage.get(c.fragment_id, "").split(":")[-1] in ("top_k", "reserve", "dedup"):
+                if stage[c.fragment_id].step in (Step.TOP_K, Step.RESERVE, Step.DEDUP):
                     rows.append(
                         {
                             "set": name,

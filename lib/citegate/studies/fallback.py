@@ -271,7 +271,7 @@ def answer_row(item: Item, model: str, fb: Any) -> dict[str, Any]:
         "label": q.label,
         "language": q.language,
         "lang_detected": fa.lang,
-        "status": fa.status.split(":")[0],
+        "status": fa.outcome.kind,
         "error": fa.status if is_model_error(fa.status) else "",
         "parsed": fa.ok,
         "in_scope_expected": expected,

@@ -1,0 +1,112 @@
+"""The cut: pure functions from a candidate pool to the notes, and each candidate's fate.
+
+pre-floor (cosine, lexical/address hits exempt) → cap (top n by cosine) → top-k (by rerank rank)
+→ reserves (verses and library passages the notes must hold) → dedup (repeated text, overlapping
+windows). No database, no model: `retrieve.replay` runs it on a stored trace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from citegate.core.config import PipelineConfig
+from citegate.core.fragments import LIBRARY_KINDS
+from citegate.core.types import Candidate, Stage
+
+
+def pre_floor(pool: Sequence[Candidate], floor: float) -> tuple[list[Candidate], list[Candidate]]:
+    """Split into (kept, dropped) by cosine; lexical and address hits are always kept."""
+    kept = [c for c in pool if c.forced or c.score >= floor]
+    return kept, [c for c in pool if not (c.forced or c.score >= floor)]
+
+
+def cap(pool: Sequence[Candidate], n: int) -> tuple[list[Candidate], list[Candidate]]:
+    """Keep the top n by cosine (pinned address hits first)."""
+    ordered = sorted(pool, key=lambda c: (not c.pinned, -c.score, c.fragment_id))
+    return ordered[:n], ordered[n:]
+
+
+def top_k(pool: Sequence[Candidate], k: int) -> tuple[list[Candidate], list[Candidate]]:
+    """Keep the first k by rerank *rank* (no absolute rerank threshold exists on purpose)."""
+    ordered = sorted(pool, key=Candidate.rank_key)
+    return ordered[:k], ordered[k:]
+
+
+def _group(kind: str) -> str:
+    return "verse" if kind == "verse" else "library" if kind in LIBRARY_KINDS else "other"
+
+
+def reserves(
+    top: Sequence[Candidate],
+    rest: Sequence[Candidate],
+    cfg: PipelineConfig,
+) -> list[Candidate]:
+    """Candidates from `rest` (in rank order) admitted so that the final notes hold at least
+    `reserve_verses` verses and `reserve_library` library passages, each with cosine ≥ the floor."""
+    need = {"verse": cfg.reserve_verses, "library": cfg.reserve_library}
+    for c in top:
+        if _group(c.kind) in need:
+            need[_group(c.kind)] -= 1
+    admitted = []
+    for c in sorted(rest, key=Candidate.rank_key):
+        g = _group(c.kind)
+        if need.get(g, 0) > 0 and c.score >= cfg.reserve_floor:
+            admitted.append(c)
+            need[g] -= 1
+    return admitted
+
+
+def text_signature(text: str) -> str:
+    """Digest of the case- and whitespace-normalized text (what dedup compares)."""
+    return hashlib.sha1(" ".join(text.lower().split()).encode("utf-8")).hexdigest()
+
+
+def _overlap(a: Candidate, b: Candidate) -> float:
+    if a.track_id is None or a.track_id != b.track_id:
+        return 0.0
+    inter = min(a.end_ms, b.end_ms) - max(a.start_ms, b.start_ms)  # type: ignore[operator]
+    shorter = min(a.end_ms - a.start_ms, b.end_ms - b.start_ms)  # type: ignore[operator]
+    return max(inter, 0) / shorter if shorter > 0 else 0.0
+
+
+def dedup(
+    notes: Sequence[Candidate], min_overlap: float
+) -> tuple[list[Candidate], list[Candidate]]:
+    """Drop a note whose text repeats an earlier one, or a window overlapping an earlier window of
+    the same track by at least `min_overlap` of the shorter one. Earlier = better ranked."""
+    kept: list[Candidate] = []
+    dropped: list[Candidate] = []
+    seen_text: set[str] = set()
+    for c in notes:
+        norm = c.text_sig or text_signature(c.text)
+        if norm in seen_text or any(_overlap(c, k) >= min_overlap for k in kept):
+            dropped.append(c)
+            continue
+        seen_text.add(norm)
+        kept.append(c)
+    return kept, dropped
+
+
+def cut(pool: Sequence[Candidate], cfg: PipelineConfig) -> tuple[list[Candidate], dict[int, Stage]]:
+    """Apply the cut in the production order; returns the notes and each candidate's fate."""
+    stage: dict[int, Stage] = {c.fragment_id: Stage.ANN_MISSED for c in pool if c.ann_missed}
+    live = [c for c in pool if not c.ann_missed]
+    live, dropped = pre_floor(live, cfg.pre_floor)
+    stage.update((c.fragment_id, Stage.DROPPED_PRE_FLOOR) for c in dropped)
+    live, dropped = cap(live, cfg.cap)
+    stage.update((c.fragment_id, Stage.DROPPED_CAP) for c in dropped)
+    top, rest = top_k(live, cfg.rerank_top_k)
+    extra = reserves(top, rest, cfg)
+    stage.update((c.fragment_id, Stage.DROPPED_TOP_K) for c in rest)
+    stage.update((c.fragment_id, Stage.KEPT_TOP_K) for c in top)
+    stage.update((c.fragment_id, Stage.KEPT_RESERVE) for c in extra)
+    notes, dropped = dedup([*top, *extra], cfg.dedup_overlap)
+    stage.update((c.fragment_id, Stage.DROPPED_DEDUP) for c in dropped)
+    return notes, stage
+
+
+def compact(notes: Sequence[Candidate], cited_ids: Sequence[int]) -> list[Candidate]:
+    """Before generation, keep only the notes the plan cites (in citation order, no repeats)."""
+    by_id = {c.fragment_id: c for c in notes}
+    return [by_id[i] for i in dict.fromkeys(cited_ids) if i in by_id]
