@@ -34,6 +34,7 @@ import pandas as pd
 from citegate.core.config import PipelineConfig
 from citegate.core.errors import MAX_MODEL_ERROR_SHARE, MODEL_ERROR
 from citegate.core.errors import check_model_errors as check_statuses
+from citegate.core.types import Status
 from citegate.evaluation.metrics import auroc_ci, rate_ci_or_nan
 from citegate.pipeline.citations import DEFAULT_THRESHOLD, audit_sourced, validate_citations
 from citegate.pipeline.compose import compose
@@ -278,7 +279,7 @@ def _answer_row(a: Answer, report: Any, shuffled: Any, audit: Any) -> dict[str, 
         "set": a.set,
         "qid": a.qid,
         "language": a.language,
-        "status": a.status.split(":")[0],
+        "status": Status.parse(a.status).kind,
         "answered": report is not None,
         "claims": report.claims if report else 0,
         "cited": report.cited if report else 0,
