@@ -1,10 +1,79 @@
-"""Notebook 01's conclusion: its claims about the floors follow from the numbers given."""
+"""Notebook 01: its compute functions on a hand-built study whose every fate is known, and its
+conclusion's claims about the floors following from the numbers given."""
 
 from __future__ import annotations
 
 import pandas as pd
+import pytest
+from study_factory import cand, make_study, question, study_set
 
+from citegate.research.study import Study
 from citegate.studies import floor as fs
+
+
+@pytest.fixture()
+def study() -> Study:
+    """q1's gold (0.30) survives the 0.18 floor and dies at 0.45; q2's (0.70) survives both; q3's
+    gold was never retrieved; n1 has no gold."""
+    return make_study(
+        study_set(
+            [
+                (question("q1"), [cand(1, 0.3), cand(2, 0.5), cand(3, 0.1)], [1]),
+                (question("q2", language="ru"), [cand(5, 0.7), cand(6, 0.2)], [5]),
+                (question("q3"), [cand(7, 0.6)], [99]),
+                (question("n1", label="out_of_corpus"), [cand(8, 0.2)], []),
+            ]
+        )
+    )
+
+
+def test_recall_by_floor_and_overall(study: Study) -> None:
+    frame = fs.recall_by_floor(study, [0.18, 0.45])
+    by = frame.set_index(["language", "gold_kind", "floor"])
+    assert by.loc[("en", "verse", 0.18), "recall"] == 1.0
+    assert by.loc[("en", "verse", 0.45), ["recall", "lost_at_floor"]].tolist() == [0.0, 1.0]
+    assert by.loc[("ru", "verse", 0.45), "recall"] == 1.0
+    assert by.loc[("en", "unretrieved", 0.18), "recall"] == 0.0
+    overall = fs.overall_recall(frame).set_index("floor")
+    assert overall["questions"].tolist() == [3, 3]
+    assert overall["recall"].tolist() == pytest.approx([2 / 3, 1 / 3])
+    assert overall["lost_at_floor"].tolist() == pytest.approx([0.0, 1 / 3])
+    side = fs.at_floors(frame, [0.18, 0.45])
+    assert side.columns.tolist() == [
+        "set",
+        "language",
+        "gold_kind",
+        "recall @ 0.18",
+        "recall @ 0.45",
+        "questions",
+    ]
+
+
+def test_waterfall_killed_cosines_and_headline(study: Study) -> None:
+    table = fs.waterfall(study, study.config)
+    assert table.columns.tolist() == list(fs.LOSS_ORDER)
+    assert table.loc["s", "kept"] == 2 and table.loc["s", "not retrieved"] == 1
+    killed = fs.killed_between(study, 0.18, 0.45)
+    assert killed[["address", "cosine"]].values.tolist() == [["A1", 0.3]]
+    cosines = fs.gold_cosines(study)
+    assert sorted(cosines.loc[cosines["gold"], "cosine"]) == [0.3, 0.7]
+    assert len(cosines) == 6
+    overall = fs.overall_recall(fs.recall_by_floor(study, [0.18, 0.45]))
+    metrics = fs.headline(overall, table, killed, cosines)
+    assert metrics["recall_s_floor_0.18"] == pytest.approx(2 / 3)
+    assert metrics["recall_s_floor_0.45"] == pytest.approx(1 / 3)
+    assert metrics["kept_share_s"] == pytest.approx(2 / 3)
+    assert metrics["ann_miss_share_s"] == 0.0
+    assert metrics["gold_killed_by_high_floor"] == 1.0
+    assert metrics["gold_cosine_min"] == 0.3
+
+
+def test_arm_table(study: Study) -> None:
+    table = fs.arm_table(study, {"design": {}, "high": {"pre_floor": 0.45}}).set_index("arm")
+    assert table["questions"].tolist() == [3, 3]
+    assert table["recall"].tolist() == pytest.approx([2 / 3, 1 / 3])
+    assert table["notes per question"].tolist() == [1.5, 0.75]
+    assert table["answered"].tolist() == [0.5, 0.5]
 
 
 def _overall(recall_low: float, recall_high: float) -> pd.DataFrame:

@@ -1,4 +1,7 @@
-"""Notebook 01: recall before and after the cosine pre-floor, and where gold fragments are lost."""
+"""Notebook 01's numbers: recall by pre-floor, the loss waterfall, gold cosines, arms.
+
+Pure functions of a loaded `Study` (traces replayed in memory: no database, no model, no file).
+"""
 
 from __future__ import annotations
 
@@ -22,6 +25,8 @@ LOSS_ORDER = (
     "dedup",
     "kept",
 )
+
+
 _STAGE_TO_LOSS = {
     "ann_missed": LOSS_ORDER[1],
     "unused:later_round": LOSS_ORDER[2],
@@ -149,63 +154,6 @@ def gold_cosines(study: Study) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def plot_recall(frame: pd.DataFrame, marks: Sequence[float] = (0.18, 0.45)) -> Any:
-    """Recall and lost-at-floor against the floor, one line per set; design floors marked."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharex=True)
-    for name, g in frame.groupby("set"):
-        axes[0].plot(g["floor"], g["recall"], marker="o", ms=3, label=name)
-        axes[1].plot(g["floor"], g["lost_at_floor"], marker="o", ms=3, label=name)
-    for ax, title in zip(axes, ("recall of final notes", "gold lost at the floor"), strict=True):
-        for m in marks:
-            ax.axvline(m, color="grey", ls="--", lw=1)
-            ax.text(m, 1.02, f"{m:g}", ha="center", fontsize=8, transform=ax.get_xaxis_transform())
-        ax.set_xlabel("cosine pre-floor")
-        ax.set_title(title, pad=14)
-        ax.set_ylim(-0.02, 1.02)
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    return fig
-
-
-def plot_waterfall(table: pd.DataFrame) -> Any:
-    """Stacked bars: share of answerable questions by the stage that lost (or kept) their gold."""
-    import matplotlib.pyplot as plt
-
-    shares = table.div(table.sum(axis=1), axis=0)
-    fig, ax = plt.subplots(figsize=(11, 1.2 + 0.6 * len(shares)))
-    left = np.zeros(len(shares))
-    colors = plt.cm.tab10(np.linspace(0, 1, len(LOSS_ORDER)))
-    for col, color in zip(LOSS_ORDER, colors, strict=True):
-        ax.barh(shares.index, shares[col], left=left, color=color, label=col)
-        left += shares[col].to_numpy()
-    ax.set_xlabel("share of answerable questions")
-    ax.legend(ncol=4, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.35))
-    ax.set_xlim(0, 1)
-    fig.tight_layout()
-    return fig
-
-
-def plot_cosines(frame: pd.DataFrame, marks: Sequence[float] = (0.18, 0.45)) -> Any:
-    """Histogram of gold vs other candidate cosines: where the floors sit on this embedder."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(11, 3.5))
-    bins = np.linspace(0, 1, 101)
-    for gold, label in ((False, "other candidates"), (True, "gold fragments")):
-        vals = frame.loc[frame["gold"] == gold, "cosine"]
-        ax.hist(vals, bins=bins, alpha=0.6, density=True, label=f"{label} (n={len(vals)})")
-    for m in marks:
-        ax.axvline(m, color="grey", ls="--", lw=1)
-    ax.set_xlabel("cosine to the question")
-    ax.set_ylabel("density")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
-
-
 def headline(
     overall: pd.DataFrame,
     waterfall_table: pd.DataFrame,
@@ -231,77 +179,6 @@ def headline(
         out["gold_cosine_p05"] = float(np.percentile(gold, 5))
         out["gold_cosine_min"] = float(gold.min())
     return out
-
-
-def conclusion(
-    metrics: dict[str, float], overall: pd.DataFrame, low: float = 0.18, high: float = 0.45
-) -> str:
-    """A Markdown conclusion whose every number comes from this run, and whose every claim
-    follows from those numbers."""
-    lines = ["## Conclusion", ""]
-    for name, g in overall.groupby("set"):
-        at = g.set_index("floor")
-        drop_floor = _first_floor_losing(g, 0.01)
-        lines.append(
-            f"- **{name}**: recall of the final notes is {at.loc[low, 'recall']:.3f} at the "
-            f"{low:g} floor and {at.loc[high, 'recall']:.3f} at {high:g}"
-            f" (n={int(at.loc[low, 'questions'])} answerable questions). "
-            + (
-                f"Recall first falls by more than 1 point at floor {drop_floor:g}."
-                if drop_floor is not None
-                else "No floor in the grid costs more than 1 point."
-            )
-        )
-    killed = int(metrics.get("gold_killed_by_high_floor", 0))
-    lines.append(f"- Gold fragments that {high:g} drops and {low:g} keeps: **{killed}**.")
-    if "gold_cosine_p05" in metrics:
-        lines.append(
-            f"- Gold cosines with this embedder: 5th percentile {metrics['gold_cosine_p05']:.3f}, "
-            f"minimum {metrics['gold_cosine_min']:.3f}. "
-            + _gold_floor_sentence(metrics["gold_cosine_min"], killed, overall, low, high)
-        )
-    return "\n".join(lines)
-
-
-def _gold_floor_sentence(
-    gold_min: float, killed: int, overall: pd.DataFrame, low: float, high: float
-) -> str:
-    """Where the floors sit relative to the gold cosines, and whether the higher one costs recall."""
-    if gold_min >= high:
-        return (
-            "Both floors sit at or below every retrieved gold fragment, so on this embedder "
-            "neither floor removes a relevant fragment."
-        )
-    where = (
-        f"Some gold fragments sit below even the {low:g} floor"
-        if gold_min < low
-        else f"Some gold fragments sit between {low:g} and {high:g}"
-    )
-    cost = _recall_cost(overall, low, high)
-    if cost > 0:
-        return f"{where}; the {high:g} floor costs up to {cost:.3f} recall here."
-    if killed:
-        return (
-            f"{where}; the {high:g} floor drops {killed} of them but costs no recall here "
-            "(another gold fragment of each question survives)."
-        )
-    return f"{where}; the {high:g} floor costs no recall here."
-
-
-def _recall_cost(overall: pd.DataFrame, low: float, high: float) -> float:
-    """The largest recall drop from the low to the high floor over the sets (0 when none)."""
-    drops = [
-        float(g.set_index("floor").loc[low, "recall"] - g.set_index("floor").loc[high, "recall"])
-        for _, g in overall.groupby("set")
-    ]
-    return max([0.0, *drops])
-
-
-def _first_floor_losing(g: pd.DataFrame, points: float) -> float | None:
-    g = g.sort_values("floor")
-    base = float(g["recall"].iloc[0])
-    worse = g[g["recall"] < base - points]
-    return float(worse["floor"].iloc[0]) if len(worse) else None
 
 
 def at_floors(frame: pd.DataFrame, floors: Sequence[float]) -> pd.DataFrame:
