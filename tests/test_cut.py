@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import pytest
 from conftest import make_candidate
 
 from citegate.core.config import PipelineConfig
-from citegate.core.types import Candidate, RetrievalTrace
+from citegate.core.types import (
+    Branch,
+    CallStatus,
+    Candidate,
+    Decision,
+    RetrievalTrace,
+    Stage,
+    Status,
+    Step,
+)
 from citegate.pipeline import gate
 from citegate.pipeline.cut import compact, cut, dedup, reserves
 from citegate.pipeline.plan import OfflinePlanner
@@ -168,3 +180,58 @@ def test_compact_keeps_cited_notes_in_citation_order() -> None:
     notes = [cand(0.9), cand(0.8), cand(0.7)]
     ids = [notes[2].fragment_id, notes[0].fragment_id, notes[2].fragment_id, 999]
     assert compact(notes, ids) == [notes[2], notes[0]]
+
+
+def test_every_candidate_gets_a_stage_whose_value_is_the_old_label() -> None:
+    pool = [cand(0.9), cand(0.1), cand(0.6, rnd=2), cand(0.8, text="same"), cand(0.7, text="same")]
+    pool.append(replace(cand(0.95), ann_missed=True))
+    res = replay(trace_of(pool), CFG.replace(max_fanout_rounds=1))
+    assert set(res.stage) == {c.fragment_id for c in pool}
+    assert all(isinstance(s, Stage) for s in res.stage.values())
+    by_id = {c.fragment_id: res.stage[c.fragment_id] for c in pool}
+    assert [by_id[c.fragment_id] for c in pool] == [
+        "kept:top_k",
+        "dropped:pre_floor",
+        "unused:later_round",
+        "kept:top_k",
+        "dropped:dedup",
+        "ann_missed",
+    ]
+    assert [by_id[c.fragment_id].step for c in pool] == [
+        Step.TOP_K,
+        Step.PRE_FLOOR,
+        Step.LATER_ROUND,
+        Step.TOP_K,
+        Step.DEDUP,
+        Step.ANN_MISSED,
+    ]
+    assert [s.kept for s in by_id.values()] == [True, False, False, True, False, False]
+    assert json.dumps({"decision": res.decision, "stage": by_id[pool[0].fragment_id]}) == (
+        '{"decision": "answer", "stage": "kept:top_k"}'
+    )
+
+
+def test_outcome_enums_keep_the_recorded_strings() -> None:
+    assert [str(s) for s in Stage] == [
+        "ann_missed",
+        "dropped:pre_floor",
+        "dropped:cap",
+        "dropped:top_k",
+        "kept:top_k",
+        "kept:reserve",
+        "dropped:dedup",
+        "unused:later_round",
+        "dropped:not_fused",
+        "dropped:context_cap",
+    ]
+    assert all(s.step == str(s).split(":")[-1] for s in Stage)
+    assert list(Decision) == ["answer", "insufficient", "weak"]
+    assert list(Branch) == ["grounded", "fallback", "decline", "error"]
+    assert {"answer": 1}[Decision.ANSWER] == 1 and hash(Branch.ERROR) == hash("error")
+    parsed = Status.parse("llm_error: chat call failed: HTTP 502")
+    assert parsed == Status(CallStatus.LLM_ERROR, "chat call failed: HTTP 502")
+    assert str(parsed) == "llm_error: chat call failed: HTTP 502"
+    assert Status.parse("no notes") == Status(CallStatus.NO_NOTES)
+    assert str(Status(CallStatus.OK)) == "ok"
+    with pytest.raises(ValueError):
+        Status.parse("surprise: unknown kind")
