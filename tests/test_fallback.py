@@ -16,7 +16,7 @@ from conftest import make_candidate
 from llm_stub import Stub, completion, error, stub_server
 
 from citegate.core import paths
-from citegate.core.config import PipelineConfig
+from citegate.core.config import PipelineConfig, save_config
 from citegate.core.errors import CitegateError, ConfigError, ModelFailure, check_model_errors
 from citegate.core.types import Candidate, RetrievalResult
 from citegate.corpus.questions import Question, QuestionSet
@@ -494,44 +494,60 @@ def test_real_local_model_through_llama_cpp(tmp_path: Path) -> None:
         searched.append(probe)
         return [cand(1, 0.62), cand(2, 0.41)]
 
+    # SmolLM2-135M, greedy (temperature 0, seed 0), the default 160 tokens: at 96 its JSON was cut
+    # off (parse_failure, no probes), so the search and admission below never ran.
     with LocalLlamaServer(n_threads=1) as url:
         client = ChatClient(LOCAL_MODEL_ID, url, cache_path=tmp_path / "llm.sqlite")
         for question, lang in (
             ("Why does Arjuna refuse to fight?", "en"),
             ("Кто такой Кришна?", "ru"),
         ):
-            fb = F.fallback_turn(client, question, search, admission=0.5, max_tokens=96)
+            searched.clear()
+            fb = F.fallback_turn(client, question, search, admission=0.5)
             fa = fb.answer
             assert fa.lang == lang and fa.calls and fa.calls[0].completion_tokens > 0
-            assert fa.status == "ok" or fa.status.startswith(("repaired", "parse_failure"))
-            if fb.branch == "fallback":
-                assert fb.text.startswith(F.DISCLAIMERS[lang]) and len(searched) >= len(fa.probes)
-                assert all(c.score >= 0.5 for c in fb.admitted)
-            else:
-                assert fb.text == F.decline_text(lang)
+            assert fa.status == "ok" and fa.in_scope is True  # the schema grammar parses first try
+            assert fb.branch == "fallback" and fb.text == F.paint(fa.answer, lang)
+            assert fb.disclaimer == F.disclaimer_for(lang) and fb.text.startswith(fb.disclaimer)
+            assert fa.probes and searched == list(fa.probes)  # every probe searched once, in order
+            assert [c.fragment_id for c in fb.admitted] == [1]  # cosine 0.62 admitted, 0.41 not
         theses = F.outline(client, "Why does Arjuna refuse to fight?", [cand(1, 0.8)])
-        assert isinstance(theses, list) and all(isinstance(t, str) for t in theses)
-    assert client.usage.calls >= 3
+        assert theses == ["Arjuna refuses to fight"]
+    assert client.usage.calls == 3  # one per question and one outline: nothing repaired
 
 
 @pytest.mark.db
 @pytest.mark.slow
 def test_ask_answer_shows_the_branch(
-    demo_db: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    demo_db: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     from citegate.cli import main
 
     for name in ("OPENROUTER_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DATABASE_URL", demo_db)
-    assert main(["ask", "How do I bake bread?", "--answer", "--json", "--corpus", "gita"]) == 0
+    # A gate that bails out below cosine 0.9 (the bread question's best note has 0.837), so the
+    # turn takes the fallback path whichever config `ask` defaults to.
+    config = tmp_path / "bail_out.yaml"
+    save_config(
+        PipelineConfig(sufficient_score=0.95, good_enough_score=0.97, bail_out_score=0.9), config
+    )
+    ask = ["ask", "How do I bake bread?", "--corpus", "gita", "--config", str(config)]
+    assert main([*ask, "--answer", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["turn"]["branch"] in F.BRANCHES and out["notes"]
-    if out["turn"]["branch"] == "fallback":
-        assert out["turn"]["text"].startswith(EN) and out["turn"]["disclaimer"] == EN
-    assert main(["ask", "How do I bake bread?", "--no-fallback", "--corpus", "gita"]) == 0
+    turn = out["turn"]
+    assert out["decision"] == "insufficient" and len(out["notes"]) == 18
+    assert turn["branch"] == "fallback" and turn["corpus_insufficient"] is True
+    assert turn["reason"] == "gate: bail out" and turn["theses"] == []
+    assert turn["fallback"]["status"] == "ok" and turn["fallback"]["in_scope"] is True
+    assert turn["disclaimer"] == EN and turn["text"].startswith(EN + "\n\n")
+    assert main([*ask, "--no-fallback"]) == 0
     text = capsys.readouterr().out
-    assert "branch: " in text and "painted disclaimer" not in text
+    assert "branch: decline  (corpus insufficient: gate: bail out)" in text
+    assert text.rstrip().endswith(F.NOT_FOUND["en"]) and "painted disclaimer" not in text
 
 
 # --------------------------------------------------------------------------- notebook 04
