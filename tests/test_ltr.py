@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import psycopg
 import pytest
+from conftest import make_candidate
 
 from citegate.cli import ltr as ltr_cli
 from citegate.core.errors import ConfigError
@@ -36,21 +37,16 @@ def cand(
     lang: str = "en",
     addr: str | None = None,
 ) -> Candidate:
-    return Candidate(
-        fragment_id=fid,
-        frag_key=f"k{fid}",
-        corpus="t",
-        kind=kind,
-        source_id="s",
-        track_id=None,
-        start_ms=None,
-        end_ms=None,
-        addr_label=addr,
+    return make_candidate(
+        fid,
         text=text,
-        lang=lang,
         score=score,
         lanes=lanes,
-        round=1,
+        kind=kind,
+        lang=lang,
+        addr_label=addr,
+        corpus="t",
+        source_id="s",
     )
 
 
