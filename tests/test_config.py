@@ -1,12 +1,24 @@
-"""PipelineConfig: production defaults, validation, YAML round trip."""
+"""PipelineConfig: the design defaults (DESIGN), the production file (read_production, production,
+named, resolve), validation, YAML round trip."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+import yaml
 
-from citegate.core.config import PipelineConfig, load_config, save_config
+from citegate.core.config import (
+    DESIGN,
+    PRODUCTION,
+    PipelineConfig,
+    load_config,
+    named,
+    production,
+    read_production,
+    resolve,
+    save_config,
+)
 from citegate.core.errors import ConfigError
 
 
@@ -65,3 +77,53 @@ def test_null_pipeline_block_is_a_config_error(tmp_path: Path) -> None:
     (tmp_path / "c.yaml").write_text("pipeline:\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="c.yaml: expected a mapping"):
         load_config(tmp_path / "c.yaml")
+
+
+# ---------------------------------------------------------------- design vs production
+
+
+def test_design_is_the_dataclass_defaults_and_production_is_the_promoted_file() -> None:
+    assert PipelineConfig() == DESIGN and DESIGN.sufficient_score == 0.55
+    doc = yaml.safe_load(PRODUCTION.read_text(encoding="utf-8"))
+    prod = production()
+    assert prod == PipelineConfig.from_dict(doc["pipeline"])
+    assert prod.sufficient_score == doc["pipeline"]["sufficient_score"] != DESIGN.sufficient_score
+    assert read_production()["version"] == doc["version"]
+
+
+def test_named_configs_carry_their_source_version_and_run(tmp_path: Path) -> None:
+    doc = read_production()
+    prod = named("production")
+    assert prod.config == production() and prod.source == "production"
+    assert (prod.version, prod.source_run) == (doc["version"], doc["provenance"]["source_run"])
+    assert (
+        f"version {doc['version']}" in prod.label()
+        and doc["provenance"]["source_run"] in prod.label()
+    )
+    design = named("design")
+    assert design.config == DESIGN and design.describe() == {
+        "source": "design",
+        "version": None,
+        "source_run": None,
+    }
+    plain = tmp_path / "plain.yaml"
+    save_config(DESIGN.replace(sufficient_score=0.7), plain)
+    assert named(str(plain)).describe() == {
+        "source": str(plain),
+        "version": None,
+        "source_run": None,
+    }
+    assert named(str(plain)).config.sufficient_score == 0.7
+    copy = tmp_path / "prod-copy.yaml"
+    copy.write_text(PRODUCTION.read_text(encoding="utf-8"), encoding="utf-8")
+    assert named(str(copy)).version == doc["version"] and named(str(copy)).config == prod.config
+
+
+def test_resolve_puts_the_overrides_on_the_named_base() -> None:
+    assert resolve("design", {}) == PipelineConfig.from_dict({})  # what the notebooks built before
+    assert resolve("design", {"arm": "rrf_hybrid"}) == PipelineConfig(arm="rrf_hybrid")
+    assert resolve("production", {"pre_floor": 0.3}) == production().replace(pre_floor=0.3)
+    with pytest.raises(ConfigError, match="unknown key"):
+        resolve("design", {"pre_flor": 0.3})
+    with pytest.raises(ConfigError, match="cannot read the config file"):
+        resolve("nowhere.yaml")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import re
@@ -12,6 +13,7 @@ import pytest
 import yaml
 
 from citegate.core import paths
+from citegate.core.config import DESIGN, production
 from citegate.core.errors import ConfigError
 from citegate.tracking.reports import browser_check, chromium
 from citegate.tracking.runner import load_spec, run_experiment
@@ -150,3 +152,96 @@ def test_every_shipped_experiment_loads_and_arms_select_their_pipeline() -> None
     arms = {s.name: s.config("probe") for s in specs if "arms" in s.path.parts}
     assert arms["03_gate_roc_rrf_hybrid"].arm == "rrf_hybrid"
     assert arms["03_gate_roc_rrf_hybrid"].gate == "two_scale"
+
+
+SHIPPED = sorted(paths.EXPERIMENTS.rglob("[0-9][0-9]_*.yaml"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_notebook_defaults_equal_the_spec_parameters(path: Path) -> None:
+    """Running a notebook by hand gives the numbers `make run` gives: every parameter the spec
+    sets has the same default in the notebook's parameters cell. CONFIG is the one exception
+    (see the next test)."""
+    spec = load_spec(path)
+    differ = {
+        name: (ast.literal_eval(spec.notebook_params[name].default), value)
+        for name, value in spec.parameters.items()
+        if name != "CONFIG" and ast.literal_eval(spec.notebook_params[name].default) != value
+    }
+    assert differ == {}, f"{path.name}: notebook default vs spec value {differ}"
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_shipped_specs_pin_the_design_numbers_their_metrics_were_measured_on(path: Path) -> None:
+    """A notebook run by hand answers with production (CONFIG = "production"); the shipped specs
+    set CONFIG: design, the numbers their expected metrics were measured on, and the runner's
+    config follows it."""
+    spec = load_spec(path)
+    assert ast.literal_eval(spec.notebook_params["CONFIG"].default) == "production"
+    assert spec.parameters["CONFIG"] == "design" and spec.config_name() == "design"
+    assert spec.config("probe") == DESIGN.replace(embedder="probe", **spec.pipeline)
+
+
+def test_the_arm_spec_extends_03_and_holds_only_what_differs() -> None:
+    base = load_spec(paths.EXPERIMENTS / "03_gate_roc.yaml")
+    arm_path = paths.EXPERIMENTS / "arms" / "03_gate_roc_rrf_hybrid.yaml"
+    arm = load_spec(arm_path)
+    raw = yaml.safe_load(arm_path.read_text(encoding="utf-8"))
+    assert raw["extends"] == "../03_gate_roc.yaml" and "parameters" not in raw
+    assert set(raw) == {"extends", "name", "description", "pipeline", "headline", "expected"}
+    assert (arm.notebook, arm.parameters, arm.profiles) == (
+        base.notebook,
+        base.parameters,
+        base.profiles,
+    )
+    assert arm.name != base.name and arm.pipeline == {"arm": "rrf_hybrid", "gate": "two_scale"}
+    assert set(arm.expected) != set(base.expected)
+
+
+def test_extends_merges_parameters_and_profiles_and_replaces_the_rest(tmp_path: Path) -> None:
+    write_spec(tmp_path, profiles={"tiny": {"SLEEP": 0.0}, "slow": {"SLEEP": 1.0}})
+    child = tmp_path / "sub" / "child.yaml"
+    child.parent.mkdir()
+    child.write_text(
+        yaml.safe_dump(
+            {
+                "extends": "../probe.yaml",
+                "name": "child",
+                "parameters": {"MAX_TOKENS": 8},
+                "profiles": {"tiny": {"SLEEP": 0.5}},
+                "expected": {"after": {"value": 1, "tolerance": 0}},
+            }
+        ),
+        encoding="utf-8",
+    )
+    spec = load_spec(child)
+    assert spec.name == "child" and spec.notebook == PROBE and spec.path == child
+    assert spec.parameters == {"FAIL": False, "MAX_TOKENS": 8}
+    assert spec.profiles == {"tiny": {"SLEEP": 0.5}, "slow": {"SLEEP": 1.0}}
+    assert set(spec.expected) == {"after"}  # replaced, not merged
+    assert spec.config_name() == "design"  # the probe notebook has no CONFIG parameter
+
+
+@pytest.mark.parametrize(
+    ("child", "message"),
+    [
+        ({"extends": "../probe.yaml"}, "needs its own name"),
+        ({"extends": 3, "name": "c"}, "extends must be the path of a spec"),
+        ({"extends": "../nowhere.yaml", "name": "c"}, "cannot read experiment spec"),
+        ({"extends": "child.yaml", "name": "c"}, "makes a cycle"),
+    ],
+)
+def test_bad_extends_is_a_clear_error(tmp_path: Path, child: dict, message: str) -> None:
+    write_spec(tmp_path)
+    path = tmp_path / "sub" / "child.yaml"
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump(child), encoding="utf-8")
+    with pytest.raises(ConfigError, match=message):
+        load_spec(path)
+
+
+def test_spec_config_follows_the_config_parameter(tmp_path: Path) -> None:
+    spec = load_spec(write_spec(tmp_path, pipeline={"pre_floor": 0.3}))
+    assert spec.config("probe") == DESIGN.replace(embedder="probe", pre_floor=0.3)
+    prod = spec.config("probe", {"CONFIG": "production"})
+    assert prod == production().replace(pre_floor=0.3)
