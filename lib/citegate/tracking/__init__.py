@@ -1,1 +1,6 @@
-"""citegate.tracking."""
+"""Running and recording experiments: the runner that executes a notebook spec with papermill and
+logs it to MLflow (`runner`), what a notebook hands it (`recorder`), the reviewer's HTML reports
+(`reports`) and promotion of a tuned config to `experiments/production.yaml` with its report
+(`promote`, `promote_report`). Layer rule: may import every layer from `citegate.studies` down; only
+the CLI sits above it.
+"""
