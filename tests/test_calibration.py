@@ -1,10 +1,65 @@
-"""Notebook 02's conclusion: which score carries one threshold follows from the losses given."""
+"""Notebook 02: the pairs and the per-score table on a hand-built study whose numbers are known by
+hand, and the conclusion: which score carries one threshold follows from the losses given."""
 
 from __future__ import annotations
 
 import pandas as pd
+import pytest
+from study_factory import cand, make_study, question, study_set
 
+from citegate.research.study import Study
 from citegate.studies import calibration as cal
+
+
+@pytest.fixture()
+def study() -> Study:
+    """Rerank separates gold from the rest in both questions at one threshold (0.9 vs 0.2); the
+    cosine separates each question alone (0.80 vs 0.60, 0.45 vs 0.30) but no single cosine
+    threshold serves both. q3 has only its gold, n1 no gold; candidate 3 dies at the pre-floor."""
+    return make_study(
+        study_set(
+            [
+                (
+                    question("q1"),
+                    [cand(1, 0.8, rerank_score=0.9), cand(2, 0.6, rerank_score=0.2), cand(3, 0.1)],
+                    [1],
+                ),
+                (
+                    question("q2", language="ru"),
+                    [cand(5, 0.45, rerank_score=0.9), cand(6, 0.3, rerank_score=0.2)],
+                    [5],
+                ),
+                (question("q3"), [cand(8, 0.9)], [8]),
+                (question("n1", label="out_of_corpus"), [cand(9, 0.5)], []),
+            ]
+        )
+    )
+
+
+def test_pairs_are_the_rerank_stage_candidates_of_questions_with_gold(study: Study) -> None:
+    frame = cal.pairs(study, study.config)
+    assert frame["qid"].tolist() == ["q1", "q1", "q2", "q2", "q3"]  # not 3 (floor), not n1
+    assert frame["gold"].tolist() == [1, 0, 1, 0, 1]
+    assert frame["rerank_minmax"].tolist() == [1.0, 0.0, 1.0, 0.0, 0.5]  # one pair: 0.5
+    assert frame["cosine_minmax"].tolist() == [1.0, 0.0, 1.0, 0.0, 0.5]
+    assert set(cal.SCORES) <= set(frame.columns)
+
+
+def test_score_table_global_threshold_loss(study: Study) -> None:
+    table = cal.score_table(cal.pairs(study, study.config), n_boot=20).set_index("score")
+    cos, rr = table.loc["cosine"], table.loc["rerank"]
+    assert cos["pooled AUROC"] == pytest.approx(0.75) and rr["pooled AUROC"] == 1.0
+    assert cos["mean per-question AUROC"] == 1.0 and cos["questions with both classes"] == 2
+    assert cos["global threshold"] == 0.45 and cos["global bal. acc."] == pytest.approx(0.75)
+    assert cos["loss vs oracle"] == pytest.approx(0.25) and rr["loss vs oracle"] == 0.0
+    assert cos["best-threshold IQR"] == pytest.approx(0.175)
+    assert rr["best-threshold IQR"] == 0.0
+    metrics = cal.headline(table.reset_index())
+    assert metrics["global_threshold_loss_cosine"] == pytest.approx(0.25)
+    assert metrics["pooled_auroc_rerank"] == 1.0
+    assert "**rerank** loses less" in cal.conclusion(table.reset_index(), "ltr/default")
+    best = cal.best_thresholds(cal.pairs(study, study.config))
+    assert best[best["score"] == "cosine"]["threshold"].tolist() == [0.8, 0.45]
 
 
 def _table(loss_cosine: float, loss_rerank: float) -> pd.DataFrame:

@@ -1,8 +1,9 @@
-"""Notebook 02: can the rerank score or the cosine carry one absolute threshold across questions?"""
+"""Notebook 02's numbers: rerank-stage pairs, and per score its ECE, AUROCs and threshold spread.
+
+Pure functions of a loaded `Study` or of the pair table (no database, model or file).
+"""
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,8 @@ from citegate.pipeline.arms import fusion_scores
 from citegate.research.study import Study
 
 SCORES = ("cosine", "rerank", "rerank_minmax", "rerank_sigmoid", "cosine_minmax", "fusion")
+
+
 TIE = 0.005  # balanced-accuracy points below which two scores' losses count as the same
 
 
@@ -98,45 +101,6 @@ def best_thresholds(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def plot_reliability(frame: pd.DataFrame, n_bins: int = 10) -> Any:
-    """Reliability diagrams, one panel per score, with ECE in the title."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(SCORES), figsize=(3.0 * len(SCORES), 3.2), sharey=True)
-    for ax, score in zip(axes, SCORES, strict=True):
-        rel = M.reliability(frame[score].clip(0, 1), frame["gold"], n_bins=n_bins)
-        ok = rel.count > 0
-        ax.plot([0, 1], [0, 1], color="grey", lw=1, ls="--")
-        ax.plot(rel.mean_score[ok], rel.frac_positive[ok], marker="o", ms=4)
-        ax.bar(
-            (rel.bin_lower + rel.bin_upper)[ok] / 2,
-            rel.count[ok] / rel.count.sum(),
-            width=1 / n_bins,
-            alpha=0.2,
-            color="C1",
-        )
-        ax.set_title(f"{score}\nECE {rel.ece:.3f}", fontsize=9)
-        ax.set_xlabel("score")
-        ax.set_xlim(0, 1)
-    axes[0].set_ylabel("share gold (bars: share of pairs)")
-    fig.tight_layout()
-    return fig
-
-
-def plot_threshold_spread(best: pd.DataFrame) -> Any:
-    """Box plot of per-question best thresholds: a usable absolute score has a narrow box."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(9, 3.2))
-    data = [best.loc[best["score"] == s, "threshold"] for s in SCORES]
-    ax.boxplot(data, vert=False, showfliers=False)
-    ax.set_yticks(range(1, len(SCORES) + 1), SCORES)
-    ax.set_xlabel("per-question best threshold")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
-
-
 def headline(table: pd.DataFrame) -> dict[str, float]:
     """Metrics for MLflow: ECE, AUROCs and the global-threshold loss of each score."""
     out: dict[str, float] = {}
@@ -148,48 +112,3 @@ def headline(table: pd.DataFrame) -> dict[str, float]:
         out[f"global_threshold_loss_{key}"] = r["loss vs oracle"]
         out[f"best_threshold_iqr_{key}"] = r["best-threshold IQR"]
     return out
-
-
-def conclusion(table: pd.DataFrame, reranker_id: str) -> str:
-    """Markdown conclusion computed from the table: which raw score can carry one threshold."""
-    t = table.set_index("score")
-    raw = t.loc[["cosine", "rerank"]]
-    winner = str(raw["loss vs oracle"].idxmin())
-    lines = [
-        "## Conclusion",
-        "",
-        f"Scores compared: cosine (embedder) and the rerank score of `{reranker_id}`.",
-    ]
-    for s in ("cosine", "rerank"):
-        r = t.loc[s]
-        lines.append(
-            f"- **{s}**: one global threshold ({r['global threshold']:.3f}) reaches "
-            f"balanced accuracy {r['global bal. acc.']:.3f} against {r['oracle bal. acc.']:.3f} "
-            f"for per-question oracles (loss {r['loss vs oracle']:.3f}); per-question best "
-            f"thresholds have IQR {r['best-threshold IQR']:.3f}; pooled AUROC "
-            f"{r['pooled AUROC']:.3f} vs mean per-question AUROC "
-            f"{r['mean per-question AUROC']:.3f}; ECE {r['ECE']:.3f}."
-        )
-    lines.append(_carrier_line(raw, winner))
-    if reranker_id == "none":
-        lines.append(
-            "- The reranker is `none`, so the rerank score *is* the cosine: rerun with a "
-            "real reranker (LTR, LLM or Voyage) for a meaningful comparison."
-        )
-    return "\n".join(lines)
-
-
-def _carrier_line(raw: pd.DataFrame, winner: str) -> str:
-    """Which raw score loses less to per-question oracles, or that neither does (a tie)."""
-    gap = abs(float(raw["loss vs oracle"].diff().iloc[-1]))
-    if gap < TIE:
-        return (
-            f"- On this data cosine and rerank lose the same to per-question oracles (gap "
-            f"{gap:.3f} balanced-accuracy points, under {TIE}): neither carries an absolute "
-            "threshold better."
-        )
-    return (
-        f"- On this data **{winner}** loses less to per-question oracles, so it is the "
-        f"better carrier of an absolute threshold; the gap to the other is "
-        f"{gap:.3f} balanced-accuracy points."
-    )
