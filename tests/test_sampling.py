@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from citegate.corpus import builds, questions
 from citegate.evaluation.sampling import salted_hash, salted_int, salted_order, salted_sample
-from citegate.models import ltr
+from citegate.research import ltr_training as ltr
 from citegate.research import study
 from citegate.studies import followup
 
