@@ -1,10 +1,12 @@
 """`citegate ask` through `citegate.cli.main`: bad questions and configs are one-line errors (exit
 2), a dead model server is a model error (exit 2), never an insufficient corpus, and `--trace
---json` carries every candidate's fate. Real PostgreSQL (a fresh migrated database, with a tiny
+--json` carries every candidate's fate; it answers with the production config unless --design or
+--config PATH says otherwise, and says which. Real PostgreSQL (a fresh migrated database, with a tiny
 ingested corpus where retrieval needs candidates) and a real closed port for the dead server."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +15,9 @@ import psycopg
 import pytest
 from llm_stub import dead_url
 
+from citegate.cli import ask as ask_cli
 from citegate.cli import main
+from citegate.core.config import DESIGN, PRODUCTION, read_production, save_config
 from citegate.core.errors import QuestionError
 from citegate.models.embed import default_embedder
 from citegate.pipeline import fallback as F
@@ -167,3 +171,81 @@ def test_trace_json_lists_every_candidate(
         assert row["stage"].startswith(("kept:", "dropped:", "unused:", "ann_missed"))
     kept = {t["fragment_id"] for t in trace if t["stage"].startswith("kept:")}
     assert kept == {n["fragment_id"] for n in data["notes"]}
+
+
+# --------------------------------------------------------------------------- which config
+
+
+class _Stop(Exception):
+    """Raised by the fake retrieve once it has seen the config."""
+
+
+@pytest.mark.parametrize(
+    ("flags", "source"),
+    [([], "production"), (["--design"], "design"), (["--config", "PATH"], "PATH")],
+)
+def test_ask_answers_with_the_chosen_config(
+    flags: list[str], source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No database: the command's retrieve is replaced by one that records the config it gets."""
+    other = tmp_path / "other.yaml"
+    save_config(DESIGN.replace(sufficient_score=0.61, bail_out_score=0.3), other)
+    flags = [str(other) if f == "PATH" else f for f in flags]
+    seen = {}
+
+    def fake_retrieve(conn: object, question: str, cfg: object, *rest: object) -> None:
+        seen["cfg"] = cfg
+        raise _Stop
+
+    class FakeEmbedder:
+        id = DESIGN.embedder
+
+    monkeypatch.setattr(ask_cli, "retrieve", fake_retrieve)
+    monkeypatch.setattr(ask_cli, "connect", lambda: contextlib.nullcontext())
+    monkeypatch.setattr(ask_cli, "default_embedder", FakeEmbedder)
+    with pytest.raises(_Stop):
+        main(["ask", "What does BG 2.13 say about the soul?", *flags])
+    production = read_production()["pipeline"]
+    expected = {
+        "production": (production["sufficient_score"], production["bail_out_score"]),
+        "design": (0.55, 0.40),
+        "PATH": (0.61, 0.3),
+    }[source]
+    assert (seen["cfg"].sufficient_score, seen["cfg"].bail_out_score) == expected
+    assert production["sufficient_score"] != 0.55  # the two configs really differ
+
+
+def test_config_and_design_exclude_each_other(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["ask", "What is dharma?", "--design", "--config", str(PRODUCTION)])
+    assert exit_.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+
+
+@pytest.mark.db
+def test_ask_reports_the_config_it_answered_with(
+    tiny_corpus: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = read_production()
+    question = ["ask", "What does BG 2.13 say about the soul?", "--corpus", tiny_corpus]
+    assert main([*question, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"] == {
+        "source": "production",
+        "version": doc["version"],
+        "source_run": doc["provenance"]["source_run"],
+    }
+    assert main(question) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == (
+        f"config: production (version {doc['version']}, source run "
+        f"{doc['provenance']['source_run']})"
+    )
+    assert main([*question, "--design", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"] == {
+        "source": "design",
+        "version": None,
+        "source_run": None,
+    }
+    other = tmp_path / "other.yaml"
+    save_config(DESIGN, other)
+    assert main([*question, "--config", str(other), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["source"] == str(other)
