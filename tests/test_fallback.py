@@ -141,7 +141,7 @@ def test_models_not_available_are_skipped_with_a_reason(
     for name in ("OPENROUTER_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CITEGATE_CACHE", str(tmp_path))
-    monkeypatch.setattr(fs, "QWEN_PACKAGES", ("citegate_no_such_part1",))
+    monkeypatch.setattr(fs.run, "QWEN_PACKAGES", ("citegate_no_such_part1",))
     ok, skipped = fs.resolve_models(["smollm2-135m", "qwen2.5-0.5b", "remote:x", "gpt-9"])
     assert list(ok) == ["smollm2-135m"] and ok["smollm2-135m"].is_file()
     assert "not installed" in skipped["qwen2.5-0.5b"] and "no OPENROUTER" in skipped["remote:x"]

@@ -1,0 +1,92 @@
+"""Notebook 04: how often does a fallback model keep the mandated disclaimer, against the
+server-painted one; how well does it judge scope, answer in the user's language and derive probes?
+
+Every (question, prompt variant, model) goes through `fallback.fallback_turn`, the production
+branch; probes are searched through the shared, cached retrieval pass (`traces.traces_for` +
+`replay`, the same code as `retrieve`). Model calls go through `ChatClient` and its disk cache, so
+a rerun costs no model time.
+
+A call that failed (status `llm_error`: server down, HTTP error) is no model behaviour: `scored`
+drops those rows from every table, rate and metric, `error_table` counts them per model, and
+`check_model_errors` stops the run when they exceed the allowed share.
+
+`run` holds what touches models, the database and the question files (the local model registry,
+sampling the questions, probe search, `run_calls`); `compute` turns the answer rows into tables
+and metrics (pure), `plots` draws them, `report` writes the conclusion. The notebook imports this
+package as `from citegate.studies import fallback as fs`.
+"""
+
+from __future__ import annotations
+
+from citegate.studies.fallback.compute import (
+    FallbackQuestions,
+    Item,
+    adherence_table,
+    answer_row,
+    check_model_errors,
+    check_painted,
+    config_table,
+    cost_table,
+    error_table,
+    examples,
+    headline,
+    model_notes,
+    probe_table,
+    question_records,
+    questions_table,
+    scope_by_label,
+    scope_table,
+    scored,
+)
+from citegate.studies.fallback.plots import plot_adherence, plot_cost
+from citegate.studies.fallback.report import conclusion
+from citegate.studies.fallback.run import (
+    MODELS,
+    QWEN_FILE,
+    QWEN_PACKAGES,
+    QWEN_SHA256,
+    LocalModel,
+    load_questions,
+    model_client,
+    probe_search,
+    qwen_model_path,
+    record_questions,
+    resolve_models,
+    run_calls,
+)
+
+__all__ = [
+    "FallbackQuestions",
+    "Item",
+    "LocalModel",
+    "MODELS",
+    "QWEN_FILE",
+    "QWEN_PACKAGES",
+    "QWEN_SHA256",
+    "adherence_table",
+    "answer_row",
+    "check_model_errors",
+    "check_painted",
+    "conclusion",
+    "config_table",
+    "cost_table",
+    "error_table",
+    "examples",
+    "headline",
+    "load_questions",
+    "model_client",
+    "model_notes",
+    "plot_adherence",
+    "plot_cost",
+    "probe_search",
+    "probe_table",
+    "question_records",
+    "questions_table",
+    "qwen_model_path",
+    "record_questions",
+    "resolve_models",
+    "run_calls",
+    "scope_by_label",
+    "scope_table",
+    "scored",
+]
