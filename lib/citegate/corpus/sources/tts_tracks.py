@@ -27,6 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdm import tqdm
+
 from citegate.core.errors import ConfigError
 from citegate.core.paths import CORPORA
 
@@ -180,11 +182,7 @@ def synthesize_all(texts: Sequence[str], work_dir: Path, desc: str = "") -> list
 
 
 def _progress(items: Iterable[int], total: int, desc: str) -> Iterable[int]:
-    """Wrap ``items`` in a tqdm bar when tqdm is installed."""
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return items
+    """Wrap ``items`` in a tqdm progress bar."""
     return tqdm(items, total=total, desc=desc, unit="sent")
 
 
