@@ -16,7 +16,7 @@ from citegate.core.config import PipelineConfig
 from citegate.core.errors import ModelFailure
 from citegate.corpus.questions import Question, QuestionSet, mentions_address
 from citegate.models.llm import ChatClient
-from citegate.pipeline.rewrite import rewrite_query
+from citegate.pipeline.rewrite import echoes_prompt, rewrite_query
 from citegate.studies import followup as fu
 
 
@@ -242,11 +242,11 @@ def test_paired_gains_and_losses_against_raw() -> None:
 
 
 def test_echoes_prompt() -> None:
-    assert fu.echoes_prompt('{"role": "user", "content": "and the verse?"}')
-    assert fu.echoes_prompt("x\n</conversation_history>")
-    assert fu.echoes_prompt("<response_data>\nsoul")
-    assert not fu.echoes_prompt("BG 2.13 role of the soul")
-    assert not fu.echoes_prompt(None)
+    assert echoes_prompt('{"role": "user", "content": "and the verse?"}')
+    assert echoes_prompt("x\n</conversation_history>")
+    assert echoes_prompt("<response_data>\nsoul")
+    assert not echoes_prompt("BG 2.13 role of the soul")
+    assert not echoes_prompt(None)
 
 
 def test_examples_show_accepted_and_rejected() -> None:

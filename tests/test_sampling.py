@@ -11,6 +11,7 @@ from citegate.evaluation.sampling import salted_hash, salted_int, salted_order, 
 from citegate.research import ltr_training as ltr
 from citegate.research import study
 from citegate.studies import followup
+from citegate.studies.followup import compute as followup_compute
 
 
 @dataclass(frozen=True)
@@ -81,10 +82,10 @@ def test_study_sample_unchanged() -> None:
 
 
 def test_followup_order_unchanged() -> None:
-    assert followup._order(0, "abc") == (
+    assert followup_compute._order(0, "abc") == (
         "1ce2cd55d6ac30b4fa542a5ba1935455baf969396f7d58ed78bd6603360a0df1"
     )
-    assert followup._order(3, "gita-0001") == (
+    assert followup_compute._order(3, "gita-0001") == (
         "ab947d7b46b26bc558c69360a4ba805a641d4b65b8393224580347c5c0ac2800"
     )
 

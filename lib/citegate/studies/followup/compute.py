@@ -1,36 +1,20 @@
-"""Notebook 01, comparison arm: does rewriting a follow-up question into a standalone query
-recover the recall that an elliptical follow-up loses?
-
-Two-turn conversations are built from real labeled questions: turn 1 names its verse ("In
-Chapter 1, Verse 2, ..."), turn 2 is another question about the SAME verse that names no verse and
-points back elliptically ("How is the army described in the verse?"). Turn 2 is searched three
-ways through the shared, cached retrieval pass (`fallback_study.probe_search`: `traces_for` +
-`replay`, the production code): `raw` (the follow-up alone), `concat` (turn 1 + turn 2, the naive
-baseline) and `rewrite` (`rewrite.rewrite_query`, validated; the raw query on rejection). A hit is
-the follow-up's gold verse among the final notes, by the fragment ids `questions.resolve_gold`
-gives. Model calls are cached on disk by `ChatClient`, so a rerun costs no model time.
-
-A rewrite whose model call failed (rule `llm_error`: server down, HTTP error) is no rewrite: it
-is left out of the rewrite arm, its acceptance and rejection shares and every metric, counted
-per model, and `run_study` stops (`ModelFailure`) when such failures exceed the allowed share.
+"""The follow-up study's pure part: conversations from labeled questions, rewrite rows, the arms'
+queries, hit scoring, and the recall, rejection and paired tables and metrics made from them.
 """
 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
 
-from citegate.core.config import PipelineConfig
 from citegate.core.errors import MAX_MODEL_ERROR_SHARE, MODEL_ERROR
 from citegate.core.errors import check_model_errors as check_statuses
-from citegate.corpus.questions import Question, QuestionSet
+from citegate.corpus.questions import Question
 from citegate.corpus.sources.address import find_verse_refs, verse_label
 from citegate.evaluation.metrics import rate_ci_or_nan
 from citegate.evaluation.sampling import salted_hash
@@ -39,7 +23,6 @@ from citegate.pipeline.rewrite import (
     code_tokens,
     echoes_prompt,
     quoted_strings,
-    rewrite_query,
 )
 
 ARMS = ("raw", "concat", "rewrite")
@@ -246,44 +229,6 @@ def rewrite_row(conv: Conversation, model: str, res: RewriteResult) -> dict[str,
     }
 
 
-def run_rewrites(
-    conversations: Sequence[Conversation],
-    models: Sequence[str],
-    *,
-    max_tokens: int = 64,
-    progress: bool = False,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every follow-up through `rewrite_query` (history = the first user turn) for every model
-    that is installed. Returns the rewrites (one row each) and the models table (used or skipped,
-    with why, wall seconds and call counts)."""
-    from tqdm.auto import tqdm
-
-    from citegate.studies.fallback import model_client, resolve_models
-
-    usable, skipped = resolve_models(models)
-    rows: list[dict[str, Any]] = []
-    info: list[dict[str, Any]] = [{"model": m, "used": False, "why": w} for m, w in skipped.items()]
-    for name, path in usable.items():
-        clock = time.perf_counter()
-        with model_client(name, path) as client:
-            for conv in tqdm(conversations, desc=f"rewrite {name}", disable=not progress):
-                res = rewrite_query(
-                    client, conv.history, conv.followup.text, turn_index=1, max_tokens=max_tokens
-                )
-                rows.append(rewrite_row(conv, name, res))
-            usage = {k: v for k, v in client.usage.as_dict().items() if k != "attempts"}
-            info.append(
-                {
-                    "model": name,
-                    "used": True,
-                    "why": f"{client.model} ({client.kind})",
-                    "wall_s": time.perf_counter() - clock,
-                    **usage,
-                }
-            )
-    return pd.DataFrame(rows, columns=list(REWRITE_COLUMNS)), pd.DataFrame(info)
-
-
 def answered(rewrites: pd.DataFrame) -> pd.DataFrame:
     """The rewrites the model actually wrote: rows whose call failed (`llm_error`) removed."""
     return rewrites[rewrites["rule"] != MODEL_ERROR] if len(rewrites) else rewrites
@@ -350,43 +295,6 @@ def names_group(text: str, group: str) -> bool:
     return bool(refs) and refs[0] in named_verses(text)
 
 
-def search_arms(
-    conversations: Sequence[Conversation],
-    rewrites: pd.DataFrame,
-    qset: QuestionSet,
-    corpus: str,
-    cfg: PipelineConfig,
-    *,
-    progress: bool = False,
-) -> pd.DataFrame:
-    """Search every arm's query on `corpus` through the cached retrieval pass (`probe_search`,
-    the production retrieve + replay under `cfg`) and score it against the follow-up's gold
-    fragments (`resolve_gold`). One row per (conversation, arm, model)."""
-    from tqdm.auto import tqdm
-
-    from citegate.corpus.questions import resolve_gold
-    from citegate.models.embed import default_embedder
-    from citegate.models.rerank import make_reranker
-    from citegate.store.db import connect
-    from citegate.studies.fallback import probe_search
-
-    queries = arm_queries(conversations, rewrites)
-    emb = default_embedder()
-    cfg = cfg.replace(embedder=emb.id)
-    rr = make_reranker(cfg.reranker)
-    followups = QuestionSet(qset.name, qset.corpus, tuple(c.followup for c in conversations))
-    with connect() as conn:
-        by_qid = resolve_gold(conn, followups, emb.id)
-        search = probe_search(conn, corpus, cfg, emb, rr)
-        texts = list(dict.fromkeys(queries["query"]))
-        notes = {
-            t: [n.fragment_id for n in search(t)]
-            for t in tqdm(texts, desc="search arms", disable=not progress)
-        }
-    gold = {c.id: by_qid[c.followup.id] for c in conversations}
-    return score_hits(queries, notes, gold)
-
-
 @dataclass
 class FollowupStudy:
     """Everything the section shows: yields, conversations, rewrites, models, scored searches."""
@@ -396,37 +304,6 @@ class FollowupStudy:
     rewrites: pd.DataFrame
     models: pd.DataFrame
     results: pd.DataFrame
-
-
-def run_study(
-    qset: QuestionSet,
-    corpus: str,
-    cfg: PipelineConfig,
-    *,
-    languages: Sequence[str],
-    limit: int,
-    models: Sequence[str],
-    split: str | None = None,
-    max_tokens: int = 64,
-    seed: int = 0,
-    progress: bool = True,
-    max_error_share: float = MAX_MODEL_ERROR_SHARE,
-) -> FollowupStudy:
-    """Build and sample the conversations of `qset` (within `split`; "all"/None = every split),
-    rewrite every follow-up with each model, search the three arms and score them. Raises
-    `ModelFailure` before any search when a model's failed rewrite calls exceed
-    `max_error_share`."""
-    qs = [q for q in qset.questions if split in (None, "all", q.split)]
-    available = candidate_conversations(qs, seed)
-    convs = sample_conversations(available, languages, limit, seed)
-    yields = yield_table(qs, available, convs, languages)
-    rewrites, model_info = run_rewrites(convs, models, max_tokens=max_tokens, progress=progress)
-    check_model_errors(rewrites, max_error_share)
-    results = search_arms(convs, rewrites, qset, corpus, cfg, progress=progress)
-    return FollowupStudy(yields, convs, rewrites, model_info, results)
-
-
-# --------------------------------------------------------------------------- tables
 
 
 def _share(values: Any) -> float:
@@ -516,56 +393,6 @@ def examples(rewrites: pd.DataFrame, results: pd.DataFrame, per_model: int = 4) 
     return pd.DataFrame(rows)
 
 
-# --------------------------------------------------------------------------- figure
-
-
-def plot_recall(table: pd.DataFrame) -> Any:
-    """Recall of the follow-up's verse by arm (rewrite per model), one bar per language, with
-    95% bootstrap CIs."""
-    import matplotlib.pyplot as plt
-
-    if table.empty:
-        fig, ax = plt.subplots(figsize=(6, 1.5))
-        ax.text(0.5, 0.5, "no follow-up conversation sampled", ha="center", va="center")
-        ax.set_axis_off()
-        return fig
-    labels = list(
-        dict.fromkeys(_arm_label(a, m) for a, m in zip(table["arm"], table["model"], strict=True))
-    )
-    langs = list(dict.fromkeys(table["language"]))
-    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(labels)), 3.8))
-    width = 0.8 / max(len(langs), 1)
-    x = np.arange(len(labels))
-    for i, lang in enumerate(langs):
-        sub = table[table["language"] == lang]
-        idx = [
-            labels.index(_arm_label(a, m)) for a, m in zip(sub["arm"], sub["model"], strict=True)
-        ]
-        err = np.vstack([sub["recall"] - sub["recall lo"], sub["recall hi"] - sub["recall"]])
-        ax.bar(
-            x[idx] + (i - (len(langs) - 1) / 2) * width,
-            sub["recall"],
-            width,
-            yerr=err.clip(min=0),
-            capsize=3,
-            label=f"{lang} (n={int(sub['conversations'].max())})",
-            color=f"C{i}",
-        )
-    ax.set_xticks(x, labels, fontsize=8)
-    ax.set(ylim=(0, 1.05), ylabel="follow-up recall (gold verse in final notes)")
-    ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
-
-
-def _arm_label(arm: str, model: str) -> str:
-    return f"{arm}\n{model}" if model else arm
-
-
-# --------------------------------------------------------------------------- metrics, conclusion
-
-
 def _pooled(results: pd.DataFrame) -> pd.DataFrame:
     return results.groupby(["arm", "model"], as_index=False).agg(
         n=("hit", "size"), recall=("hit", "mean")
@@ -633,112 +460,3 @@ def paired_vs_raw(results: pd.DataFrame) -> pd.DataFrame:
 
 def _metric_name(arm: str, model: str) -> str:
     return f"followup_recall_{arm}" + (f".{model}" if model else "")
-
-
-def conclusion(
-    table: pd.DataFrame,
-    rejections: pd.DataFrame,
-    yields: pd.DataFrame,
-    models: pd.DataFrame,
-    results: pd.DataFrame,
-    rewrites: pd.DataFrame,
-) -> str:
-    """Markdown conclusion of the follow-up section: every number from this run, and every
-    verdict chosen by it (the paired comparison decides whether an arm differs from raw)."""
-    paired = paired_vs_raw(results) if len(results) else pd.DataFrame()
-    lines = ["### Follow-up rewriting: conclusion", ""]
-    made = ", ".join(
-        f"{r['language']} {r['conversations available']}" for r in yields.to_dict("records")
-    )
-    lines.append(f"- Conversations the data yields (one per verse): {made}.")
-    for r in yields.to_dict("records"):
-        if not r["conversations available"]:
-            lines.append(
-                f"- No conversation in {r['language']}: no verse has both a question naming it "
-                f"and an elliptical follow-up ({r['turn-1 candidates']} turn-1 and "
-                f"{r['follow-up candidates']} follow-up candidates among "
-                f"{r['answerable questions']} answerable questions)."
-            )
-    lines += _error_lines(rewrites)
-    if table.empty:
-        lines.append("- Nothing was searched: no conversation was sampled.")
-        return "\n".join(lines)
-    for lang, g in table.groupby("language", sort=False):
-        lines.append(f"- **{lang}** (n={int(g['conversations'].max())}): " + _arm_line(g) + ".")
-    for r in paired.to_dict("records"):
-        name = r["arm"] + (f" ({r['model']})" if r["model"] else "")
-        lines.append(
-            f"- {name} / {r['language']} against raw on the same conversations: "
-            f"{r['gains']} found that raw misses, {r['losses']} missed that raw finds; "
-            f"{_paired_verdict(r['gains'], r['losses'])}."
-        )
-    raw = table[table["arm"] == "raw"].set_index("language")["recall"]
-    for r in table[table["arm"] == "rewrite"].to_dict("records"):
-        gain = r["recall"] - raw.get(r["language"], np.nan)
-        accepted = (
-            "no rewrite written"
-            if not np.isfinite(r["accepted"])
-            else f"{r['accepted']:.0%} of rewrites accepted"
-        )
-        lines.append(
-            f"- {r['model']} / {r['language']}: {accepted}; "
-            f"recall {_signed(gain)} against the raw follow-up; the searched query names the "
-            f"verse in {r['query names the verse']:.0%} of conversations."
-        )
-    for model, g in rewrites[rewrites["accepted"].astype(bool)].groupby("model"):
-        echo = int(g["echoes_prompt"].astype(bool).sum())
-        if echo:
-            lines.append(
-                f"- {model}: {echo} of its {len(g)} accepted rewrites echo the prompt's data block "
-                "(a JSON turn or its tags) instead of a query, yet passed the validator."
-            )
-    for model, g in rejections.groupby("model"):
-        top = g.sort_values("rejections", ascending=False).iloc[0]
-        lines.append(
-            f"- {model}: most rejections by `{top['rule']}` ({int(top['rejections'])}, "
-            f"{top['share of rewrites']:.0%} of its rewrites)."
-        )
-    skipped = models[~models["used"].astype(bool)] if len(models) else models
-    for r in skipped.to_dict("records"):
-        lines.append(f"- {r['model']} skipped: {r['why']}.")
-    return "\n".join(lines)
-
-
-def _error_lines(rewrites: pd.DataFrame) -> list[str]:
-    """Failed rewrite calls per model (left out of the rewrite arm and its shares)."""
-    lines = []
-    for model, g in rewrites.groupby("model") if len(rewrites) else []:
-        bad = g[g["rule"] == MODEL_ERROR]
-        if len(bad):
-            lines.append(
-                f"- {model}: {len(bad)} of {len(g)} rewrite calls failed "
-                f"({str(bad['reason'].iloc[0])[:160]}); they are left out of the rewrite arm."
-            )
-    return lines
-
-
-def _paired_verdict(gains: int, losses: int, alpha: float = 0.05) -> str:
-    """Whether the discordant conversations tell an arm from raw: the exact McNemar test (a
-    two-sided binomial test of gains among gains + losses)."""
-    n = gains + losses
-    if not n:
-        return "no conversation differs, so the arms are not told apart"
-    p = binomtest(gains, n, 0.5).pvalue
-    if p < alpha:
-        better = "better" if gains > losses else "worse"
-        return f"{better} than raw at the {alpha:.0%} level (exact McNemar p = {p:.3f})"
-    return f"not told apart from raw (exact McNemar p = {p:.2f})"
-
-
-def _arm_line(g: pd.DataFrame) -> str:
-    parts = []
-    for r in g.to_dict("records"):
-        name = r["arm"] + (f" ({r['model']})" if r["model"] else "")
-        parts.append(f"{name} {r['recall']:.0%} (95% CI {r['recall lo']:.0%}–{r['recall hi']:.0%})")
-    return "; ".join(parts)
-
-
-def _signed(x: float) -> str:
-    if not np.isfinite(x):
-        return "not comparable"
-    return f"{'+' if x >= 0 else '−'}{abs(x) * 100:.0f} points"
