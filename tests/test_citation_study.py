@@ -17,6 +17,7 @@ from citegate.models.llm import ChatClient
 from citegate.pipeline.compose import compose
 from citegate.pipeline.fallback import parse_outline
 from citegate.studies import citation as cs
+from citegate.studies.citation.compute import _control
 
 SOUL = (
     "The soul is never born and never dies; it is eternal, unborn and primeval, and it is not "
@@ -129,7 +130,7 @@ def test_shuffled_control_never_borrows_the_same_verse() -> None:
         answer("outline", "x", "c", "BG 2.2", offered={"1": "C"}),
         answer("composed", "x", "d", "BG 3.3", offered={"1": "D"}),
     ]
-    control = cs._control(answers)
+    control = _control(answers)
     assert control[0] == {"1": "C"} and control[1] == {"1": "C"} and control[2] == {"1": "A"}
     assert control[3] == {}  # the only composed answer: no donor, no control
 
