@@ -15,8 +15,6 @@ from citegate.pipeline.arms import fusion_scores
 from citegate.research.study import Study
 
 SCORES = ("cosine", "rerank", "rerank_minmax", "rerank_sigmoid", "cosine_minmax", "fusion")
-
-
 TIE = 0.005  # balanced-accuracy points below which two scores' losses count as the same
 
 

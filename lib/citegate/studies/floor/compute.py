@@ -25,8 +25,6 @@ LOSS_ORDER = (
     "dedup",
     "kept",
 )
-
-
 _STAGE_TO_LOSS = {
     "ann_missed": LOSS_ORDER[1],
     "unused:later_round": LOSS_ORDER[2],

@@ -25,8 +25,6 @@ SIGNALS = (
     "rrf_fusion_max",
     "rrf_rerank_max",
 )
-
-
 DESIGN_POINTS = {"bail_out_score": 0.40, "sufficient_score": 0.55, "good_enough_score": 0.65}
 
 
