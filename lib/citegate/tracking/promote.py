@@ -26,8 +26,11 @@ import yaml
 from citegate.core import paths
 from citegate.core.config import PRODUCTION, PipelineConfig, load_config, read_production
 from citegate.core.errors import ConfigError
+from citegate.core.redact import safe_mapping
 from citegate.corpus.questions import LABELS
 from citegate.evaluation import metrics as M
+from citegate.research.study import load_study
+from citegate.tracking.runner import experiment_id, tracking_uri
 
 GUARDS = paths.EXPERIMENTS / "guards.yaml"
 REGISTERED_NAME = "citegate-pipeline-config"
@@ -225,8 +228,6 @@ def evaluate(
 ) -> dict[str, dict[str, float]]:
     """Guard metrics of a config on the test split (cached traces; replay where possible):
     metric -> {value, low, high, n} (see `compute_metrics`)."""
-    from citegate.research.study import load_study
-
     study = load_study(
         evaluation["sets"],
         cfg,
@@ -319,8 +320,6 @@ def recommended_from_run(run_id: str) -> tuple[PipelineConfig, dict[str, Any]]:
 def _client() -> Any:
     import mlflow
 
-    from citegate.tracking.runner import tracking_uri
-
     mlflow.set_tracking_uri(tracking_uri())
     return mlflow.MlflowClient()
 
@@ -362,9 +361,6 @@ def _promotion_run(
     client: Any, kind: str, text: str, decision: Decision | None, report: str, tags: dict[str, str]
 ) -> Any:
     import mlflow
-
-    from citegate.core.redact import safe_mapping
-    from citegate.tracking.runner import experiment_id
 
     exp = experiment_id(mlflow, "promotions")
     with mlflow.start_run(experiment_id=exp, run_name=f"{kind}-{_now()}") as run:
