@@ -10,11 +10,12 @@ import psycopg
 import pytest
 import yaml
 
-from citegate import load_production_config
 from citegate.core.config import PipelineConfig, accepted_metrics, save_config
 from citegate.core.errors import ConfigError
 from citegate.evaluation import metrics as M
+from citegate.store import load_production_config
 from citegate.tracking import promote as P
+from citegate.tracking import promote_report
 from citegate.tracking.promote_report import render
 
 
@@ -157,7 +158,7 @@ def test_metrics_per_language_are_reported() -> None:
     assert out["answer_rate.en"]["value"] == 1.0 and out["answer_rate.ru"]["value"] == 0.2
     assert out["false_answer_rate.out_of_corpus.ru"]["value"] == 0.5
     assert "recall_at_16.ru" in out and "gate_auroc.out_of_scope" not in out
-    assert "language ru" in P.describe_metric("answer_rate.ru")
+    assert "language ru" in promote_report.describe_metric("answer_rate.ru")
 
 
 def test_gate_auroc_interval_resamples_question_groups() -> None:

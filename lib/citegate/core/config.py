@@ -6,7 +6,7 @@ configs that have names.
   production.
 - *Production* is `experiments/production.yaml` (`PRODUCTION`), written only by `citegate promote`:
   `read_production()` returns the validated document (version, pipeline, provenance, accepted_on),
-  `production()` its `PipelineConfig`. `citegate ask`, `citegate.load_production_config()` (which
+  `production()` its `PipelineConfig`. `citegate ask`, `citegate.store.load_production_config()` (which
   also checks the embedder against the database) and a notebook's `CONFIG = "production"` all mean
   this file; `resolve(CONFIG, PIPELINE)` is how a notebook picks its base config.
 
@@ -271,7 +271,7 @@ def accepted_metrics(accepted_on: dict[str, Any]) -> dict[str, Any]:
 
 def production(path: Path | None = None) -> PipelineConfig:
     """The production `PipelineConfig` from the validated production file (no database check:
-    `citegate.load_production_config` adds the embedder check against the stored corpora)."""
+    `citegate.store.load_production_config` adds the embedder check against the stored corpora)."""
     return _from_document(Path(path or PRODUCTION), "production").config
 
 

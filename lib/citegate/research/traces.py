@@ -25,7 +25,7 @@ from citegate.models.embed import Embedder
 from citegate.models.rerank import Reranker
 from citegate.pipeline.retrieve import RETRIEVAL_VERSION, RetrievalTrace, collect
 
-TRACE_FORMAT = "4"  # bump when Candidate / RetrievalTrace or the key payload change shape
+TRACE_FORMAT = "5"  # bump when Candidate / RetrievalTrace or the key payload change shape
 
 # One cheap aggregate per corpus: row count and md5 over "id:content_hash" in id order.
 _FRAGMENT_SET_SQL = (

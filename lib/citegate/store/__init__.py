@@ -5,3 +5,7 @@ database's embedder (`production`). Layer rule: may import `citegate.core`, `cit
 `citegate.corpus` and `citegate.models` (ingest reads sources and embeds them); it never imports the
 pipeline or anything above.
 """
+
+from citegate.store.production import load_production_config
+
+__all__ = ["load_production_config"]

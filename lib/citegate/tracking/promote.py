@@ -30,13 +30,14 @@ from citegate.core.redact import safe_mapping
 from citegate.corpus.questions import LABELS
 from citegate.evaluation import metrics as M
 from citegate.research.study import load_study
+from citegate.tracking.promote_report import render, reported_metrics
 from citegate.tracking.runner import experiment_id, tracking_uri
 
 GUARDS = paths.EXPERIMENTS / "guards.yaml"
 REGISTERED_NAME = "citegate-pipeline-config"
 FILE_HEADER = (
     "# Production configuration of the citegate pipeline. Written by `citegate promote`;\n"
-    "# read by citegate.load_production_config(). Do not edit by hand: promote instead.\n"
+    "# read by citegate.store.load_production_config(). Do not edit by hand: promote instead.\n"
 )
 
 
@@ -137,26 +138,6 @@ class EvalRow:
     answered: bool  # the gate's decision was "answer"
     max_score: float  # the gate signal (max cosine of the final notes)
     gold_hit: bool | None  # a gold fragment is among the final notes; None without gold
-
-
-def describe_metric(name: str) -> str:
-    """What a metric `compute_metrics` produces measures, in one phrase."""
-    base, _, rest = name.partition(".")
-    kind, _, lang = rest.partition(".")
-    if base == "false_answer_rate":
-        what = "all unanswerable kinds pooled" if kind == "pooled" else kind
-        text = f"share of {what} questions the gate answers"
-    elif base == "gate_auroc":
-        what = "all unanswerable kinds pooled" if kind == "pooled" else kind
-        text = f"AUROC of max cosine, answerable vs {what} (question groups resampled)"
-    elif base == "answer_rate":
-        text, lang = "share of answerable questions the gate answers", kind
-    elif base == "recall_at_16":
-        text = "share of answerable questions with a gold fragment among the final notes"
-        lang = kind
-    else:
-        return name
-    return f"{text}, language {lang}" if lang else text
 
 
 def compute_metrics(
@@ -449,8 +430,6 @@ def accepted_on_block(measured: dict[str, dict[str, float]]) -> dict[str, Any]:
 
 
 def _record(decision: Decision, cfg: PipelineConfig, facts: dict[str, Any], version: int) -> None:
-    from citegate.tracking.promote_report import render
-
     client = _client()
     previous = _ensure_current_registered(client) if decision.accepted else None
     provenance = {
@@ -541,12 +520,6 @@ def summary(decision: Decision) -> str:
         f"decision: {verdict}",
     ]
     return "\n".join(lines)
-
-
-def reported_metrics(decision: Decision) -> list[str]:
-    """Metrics either side measured that no guard covers, sorted."""
-    guarded = {g.metric for g, _ in decision.guards}
-    return sorted((set(decision.candidate) | set(decision.production)) - guarded)
 
 
 def _ci(v: dict[str, float] | None) -> str:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import base64
 import html
 import io
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from citegate.tracking.promote import describe_metric, reported_metrics
+if TYPE_CHECKING:  # the report renders promote's Decision; promote imports this module
+    from citegate.tracking.promote import Decision
 
 
 def _figure(decision: Any) -> str:
@@ -115,3 +116,29 @@ guard is worse than production beyond its tolerance.</p>
 <img src="data:image/png;base64,{_figure(decision)}" alt="guard metrics">
 <h2>Provenance of the candidate</h2><table>{facts_rows}</table>
 </body></html>"""
+
+
+def describe_metric(name: str) -> str:
+    """What a metric `compute_metrics` produces measures, in one phrase."""
+    base, _, rest = name.partition(".")
+    kind, _, lang = rest.partition(".")
+    if base == "false_answer_rate":
+        what = "all unanswerable kinds pooled" if kind == "pooled" else kind
+        text = f"share of {what} questions the gate answers"
+    elif base == "gate_auroc":
+        what = "all unanswerable kinds pooled" if kind == "pooled" else kind
+        text = f"AUROC of max cosine, answerable vs {what} (question groups resampled)"
+    elif base == "answer_rate":
+        text, lang = "share of answerable questions the gate answers", kind
+    elif base == "recall_at_16":
+        text = "share of answerable questions with a gold fragment among the final notes"
+        lang = kind
+    else:
+        return name
+    return f"{text}, language {lang}" if lang else text
+
+
+def reported_metrics(decision: Decision) -> list[str]:
+    """Metrics either side measured that no guard covers, sorted."""
+    guarded = {g.metric for g, _ in decision.guards}
+    return sorted((set(decision.candidate) | set(decision.production)) - guarded)
