@@ -18,7 +18,7 @@ from citegate.questions import Question, QuestionSet, resolve_gold
 from citegate.recorder import CONFIG_FILE, DATASETS_FILE, Recorder
 from citegate.rerank import CosineReranker
 from citegate.retrieve import RetrievalTrace, replay
-from citegate.study import Study, StudySet, record_study
+from citegate.study import Study, StudySet, config_table, record_study
 from citegate.traces import TraceStore, fragment_sets, traces_for
 
 pytestmark = pytest.mark.db
@@ -173,3 +173,5 @@ def test_record_study_logs_the_corpora_searched_and_real_rows(tmp_path: Path) ->
         {"id": "b", "label": "out_of_corpus", "language": "ru", "split": "test"},
     ]
     assert [r["id"] for r in oos_logged["records"]] == ["c"]
+    shown = dict(zip(*config_table(study).to_dict("list").values(), strict=True))
+    assert shown["corpora"] == "['xquad-split']"  # the report's table says what was searched
