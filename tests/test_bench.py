@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,9 +36,13 @@ def finite(v: object) -> bool:
 
 
 @pytest.fixture(scope="module")
-def result(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def result() -> Iterator[dict]:
+    """One toy benchmark run. Its server lives in a private temp dir, not in pytest's numbered
+    tmp dirs, which a concurrent pytest session may rotate away under the running server."""
     sizes = bench.Sizes(ingest_frags=6, questions=3, ingest_rounds=1)
-    return bench.run(sizes, frags=toy_corpus(), workdir=tmp_path_factory.mktemp("bench"))
+    workdir = Path(tempfile.mkdtemp(prefix="citegate-bench-test-"))
+    yield bench.run(sizes, frags=toy_corpus(), workdir=workdir)
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 def test_every_part_reports_finite_numbers(result: dict) -> None:

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -17,6 +18,7 @@ import psycopg
 import pytest
 
 from citegate.cli import main
+from citegate.core.errors import DatabaseError
 from citegate.core.fragments import Fragment
 from citegate.pipeline import lanes
 from citegate.store import db
@@ -212,3 +214,20 @@ def test_doctor_never_prints_a_password(
     assert main(["doctor"]) == 0
     out = capsys.readouterr().out
     assert "password=***" in out and "hunter2" not in out
+
+
+def test_an_unreachable_database_is_a_one_line_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens once the socket closes
+    monkeypatch.setenv("DATABASE_URL", f"postgresql://u:s3cretpw@127.0.0.1:{port}/db")
+    with (
+        pytest.raises(DatabaseError, match="cannot connect to postgresql://u:\\*\\*\\*@"),
+        db.connect(),
+    ):
+        pass
+    assert main(["doctor"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "s3cretpw" not in err and "Traceback" not in err

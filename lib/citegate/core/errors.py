@@ -23,6 +23,10 @@ class ConfigError(CitegateError):
     """An invalid configuration value or key."""
 
 
+class DatabaseError(CitegateError):
+    """The database cannot be reached (wrong `DATABASE_URL`, server down)."""
+
+
 class QuestionError(CitegateError):
     """A question the pipeline cannot take: empty, no letter or digit, or a NUL byte."""
 

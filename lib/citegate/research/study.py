@@ -161,9 +161,10 @@ def data_table(study: Study) -> Any:
 
 
 def config_table(study: Study) -> Any:
-    """The pipeline config of the run as a two-column table (every threshold, models)."""
+    """The pipeline config of the run as a two-column table (every threshold, models), with the
+    corpora the sets actually searched (the same config the runner logs)."""
     import pandas as pd
 
-    d = study.config.to_dict()
+    d = study.config.replace(corpora=searched_corpora(study)).to_dict()
     d["reranker (scores used)"] = study.reranker_id
     return pd.DataFrame({"key": list(d), "value": [str(v) for v in d.values()]})

