@@ -22,7 +22,7 @@ from citegate.corpus.chunking import (
     window_transcript,
 )
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "subtitles"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "subtitles"
 
 SAMPLE_SRT = [
     Segment(500, 2_000, "Hello, world."),

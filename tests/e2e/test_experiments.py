@@ -18,7 +18,7 @@ from citegate.core.errors import ConfigError
 from citegate.tracking.reports import browser_check, chromium
 from citegate.tracking.runner import load_spec, run_experiment
 
-PROBE = Path(__file__).parent / "fixtures" / "notebooks" / "probe.ipynb"
+PROBE = Path(__file__).parents[1] / "fixtures" / "notebooks" / "probe.ipynb"
 SECRET = "vk-test-Zq81x0PLEASEdontLEAK"
 
 

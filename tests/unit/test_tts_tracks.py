@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-LECTURES = Path(__file__).resolve().parents[1] / "data" / "corpora" / "lectures"
+LECTURES = Path(__file__).resolve().parents[2] / "data" / "corpora" / "lectures"
 TRACK_IDS = (
     "vivekananda-gita-1",
     "vivekananda-gita-2",

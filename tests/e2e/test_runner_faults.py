@@ -18,7 +18,7 @@ from citegate.core.errors import ConfigError
 from citegate.tracking.recorder import Recorder
 from citegate.tracking.runner import RunOutcome, load_spec, run_experiment, run_folder
 
-PROBE = Path(__file__).parent / "fixtures" / "notebooks" / "probe.ipynb"
+PROBE = Path(__file__).parents[1] / "fixtures" / "notebooks" / "probe.ipynb"
 FAKE_KEY = "sk-fake-Qm3Zt81PLEASEneverLOGme"
 
 
