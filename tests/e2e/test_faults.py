@@ -29,7 +29,7 @@ from citegate.tracking.runner import load_spec, run_experiment
 
 pytestmark = [pytest.mark.slow, pytest.mark.db]
 
-FAKE_KEY = "pa-fake-key-Zq81x0PLEASEdontLEAKthisKEYanywhere"
+FAKE_KEY = "fake-voyage-key-Zq81x0-PLEASE-dont-LEAK-this"
 SPLIT_IDS = "SELECT id FROM fragments WHERE corpus = 'gita-split'"
 MEMORY_ANSWER = {
     "answer": "A general answer.",
