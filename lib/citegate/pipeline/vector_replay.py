@@ -1,0 +1,431 @@
+"""Vectorised replay: one config over every trace of a question set as numpy array operations.
+
+`replay_many(traces, cfg)` gives, question by question, exactly the notes (same fragment ids, same
+order), the decision and the max cosine that `citegate.pipeline.retrieve.replay(trace, cfg)` gives
+for the production arm; `replay_results` builds the full `RetrievalResult` objects (every round,
+every candidate's stage) when a caller needs them. For `cfg.arm == "rrf_hybrid"` both fall back to
+the scalar `replay`, trace by trace (the RRF arm is not vectorised).
+
+How: `pack(traces)` concatenates every trace's candidates (question i owns the slice
+`starts[i]:starts[i + 1]`) and precomputes what no config changes: the cap order (pinned first, then
+cosine, then id) and the rerank rank order (`Candidate.rank_key`) as two global permutations sorted
+by question first, the kind groups, and which candidates could ever be deduplicated against another.
+A config then costs: masks for the round and the pre-floor, a segmented running count in cap order
+(the cap), one in rank order (top-k), two more for the verse and library reserves (with their
+floor), a segmented max for the gate. The notes are then simply the selected candidates in rank
+order (the reserves come from below the top k, so top-then-reserves *is* rank order). Dedup is
+greedy and sequential; it loops in Python only over the selected notes that share a text digest or
+a positively overlapping track window with some other candidate of the same question (a note with
+no such partner can neither be dropped nor cause a drop). Round two is evaluated for the questions
+whose round-one gate says `between` when the config allows two rounds.
+
+Pack once, replay many configs: that is what a sweep does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from citegate.core.config import PipelineConfig
+from citegate.core.errors import ConfigError
+from citegate.core.fragments import LIBRARY_KINDS
+from citegate.core.types import (
+    Decision,
+    RetrievalResult,
+    RetrievalTrace,
+    RoundResult,
+    Stage,
+)
+from citegate.pipeline.cut import text_signature
+from citegate.pipeline.gate import verdict
+from citegate.pipeline.retrieve import replay
+
+TRANSCRIPT = "track_transcript"
+
+
+@dataclass(frozen=True)
+class VectorResult:
+    """What a replay decides for one question: the notes' fragment ids (in note order), the
+    decision and the max cosine of the notes (the gate's signal), and the rounds run."""
+
+    notes: tuple[int, ...]
+    decision: Decision
+    max_score: float
+    rounds: int
+
+
+@dataclass(frozen=True)
+class PackedTraces:
+    """Every candidate of a list of traces as flat arrays (see the module docstring).
+
+    Arrays named `*_r` are in rank order (`rank_perm` applied); the others are in trace order."""
+
+    traces: tuple[RetrievalTrace, ...]
+    starts: np.ndarray  # question i owns candidates starts[i]:starts[i + 1]
+    seg: np.ndarray  # question index of each candidate
+    score: np.ndarray
+    forced: np.ndarray
+    ann_missed: np.ndarray
+    round: np.ndarray
+    cap_perm: np.ndarray  # trace-order indices sorted by (question, cap order)
+    rank_perm: np.ndarray  # trace-order indices sorted by (question, rank order)
+    score_r: np.ndarray
+    verse_r: np.ndarray
+    library_r: np.ndarray
+    transcript_r: np.ndarray
+    entangled_r: np.ndarray  # could be deduplicated against another candidate of its question
+    fid_r: np.ndarray
+    dedup_keys_r: list[tuple[str, str | None, int | None, int | None]]  # sig, track, start, end
+    collections: tuple[tuple[dict[str, Any], tuple[int, ...]], ...]  # distinct, and who has it
+
+    @property
+    def size(self) -> int:
+        """How many questions (traces)."""
+        return len(self.traces)
+
+
+# ---------------------------------------------------------------- packing (config-independent)
+
+
+def pack(traces: Sequence[RetrievalTrace]) -> PackedTraces:
+    """Flatten `traces` and precompute the config-independent orders and flags."""
+    cands = [c for t in traces for c in t.candidates]
+    counts = np.array([len(t.candidates) for t in traces], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    seg = np.repeat(np.arange(len(traces), dtype=np.int64), counts)
+    score = np.array([c.score for c in cands], dtype=np.float64)
+    rr = np.array([c.score if c.rerank_score is None else c.rerank_score for c in cands], float)
+    fid = np.array([c.fragment_id for c in cands], dtype=np.int64)
+    unpinned = np.array([not c.pinned for c in cands], dtype=bool)
+    # np.lexsort sorts by the LAST key first; it is stable, as `sorted` is.
+    cap_perm = np.lexsort((fid, -score, unpinned, seg)).astype(np.int64)
+    rank_perm = np.lexsort((fid, -score, -rr, unpinned, seg)).astype(np.int64)
+    keys = [(c.text_sig or text_signature(c.text), c.track_id, c.start_ms, c.end_ms) for c in cands]
+    entangled = _entangled(keys, starts)
+    kinds = [c.kind for c in cands]
+    return PackedTraces(
+        traces=tuple(traces),
+        starts=starts,
+        seg=seg,
+        score=score,
+        forced=np.array([c.forced for c in cands], dtype=bool),
+        ann_missed=np.array([c.ann_missed for c in cands], dtype=bool),
+        round=np.array([c.round for c in cands], dtype=np.int64),
+        cap_perm=cap_perm,
+        rank_perm=rank_perm,
+        score_r=score[rank_perm],
+        verse_r=np.array([k == "verse" for k in kinds], dtype=bool)[rank_perm],
+        library_r=np.array([k != "verse" and k in LIBRARY_KINDS for k in kinds], bool)[rank_perm],
+        transcript_r=np.array([k == TRANSCRIPT for k in kinds], dtype=bool)[rank_perm],
+        entangled_r=entangled[rank_perm],
+        fid_r=fid[rank_perm],
+        dedup_keys_r=[keys[i] for i in rank_perm.tolist()],
+        collections=_collections(traces),
+    )
+
+
+def _collections(
+    traces: Sequence[RetrievalTrace],
+) -> tuple[tuple[dict[str, Any], tuple[int, ...]], ...]:
+    """The distinct collection settings of the traces, each with the indices of its traces."""
+    groups: dict[str, tuple[dict[str, Any], list[int]]] = {}
+    for i, t in enumerate(traces):
+        groups.setdefault(repr(sorted(t.collection.items())), (t.collection, []))[1].append(i)
+    return tuple((coll, tuple(idx)) for coll, idx in groups.values())
+
+
+def _entangled(
+    keys: Sequence[tuple[str, str | None, int | None, int | None]], starts: np.ndarray
+) -> np.ndarray:
+    """Whether each candidate shares its text digest, or a positively overlapping window of its
+    track, with another candidate of its question: only those can take part in dedup (for a
+    `dedup_overlap` above 0)."""
+    out = np.zeros(len(keys), dtype=bool)
+    for q in range(len(starts) - 1):
+        lo, hi = int(starts[q]), int(starts[q + 1])
+        by_sig: dict[str, list[int]] = {}
+        by_track: dict[str, list[int]] = {}
+        for i in range(lo, hi):
+            sig, track = keys[i][0], keys[i][1]
+            by_sig.setdefault(sig, []).append(i)
+            if track is not None:
+                by_track.setdefault(track, []).append(i)
+        for idx in by_sig.values():
+            if len(idx) > 1:
+                out[idx] = True
+        for idx in by_track.values():
+            for a_pos, a in enumerate(idx):
+                for b in idx[a_pos + 1 :]:
+                    if _overlap(keys[a], keys[b]) > 0:
+                        out[a] = out[b] = True
+    return out
+
+
+def _overlap(
+    a: tuple[str, str | None, int | None, int | None],
+    b: tuple[str, str | None, int | None, int | None],
+) -> float:
+    """`citegate.pipeline.cut._overlap` on dedup keys: the same arithmetic, the same floats."""
+    if a[1] is None or a[1] != b[1]:
+        return 0.0
+    inter = min(a[3], b[3]) - max(a[2], b[2])  # type: ignore[type-var,operator]
+    shorter = min(a[3] - a[2], b[3] - b[2])  # type: ignore[operator]
+    return max(inter, 0) / shorter if shorter > 0 else 0.0
+
+
+# ---------------------------------------------------------------- segmented array helpers
+
+
+def _running(mask: np.ndarray, starts: np.ndarray, seg: np.ndarray) -> np.ndarray:
+    """Inclusive running count of `mask` within each question's contiguous slice."""
+    csum = np.cumsum(mask, dtype=np.int64)
+    base = np.concatenate([[0], csum])[starts[:-1]]
+    return csum - base[seg]
+
+
+def _totals(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """How many of `mask` each question's slice holds."""
+    csum = np.concatenate([[0], np.cumsum(mask, dtype=np.int64)])
+    return csum[starts[1:]] - csum[starts[:-1]]
+
+
+def _seg_max(values: np.ndarray, mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Max of `values` where `mask`, per question; 0.0 for a question with none (`gate.max_score`)."""
+    out = np.zeros(len(starts) - 1, dtype=np.float64)
+    if len(values) == 0:
+        return out
+    masked = np.where(mask, values, -np.inf)
+    nonempty = starts[1:] > starts[:-1]
+    out[nonempty] = np.maximum.reduceat(masked, starts[:-1][nonempty])
+    out[_totals(mask, starts) == 0] = 0.0
+    return out
+
+
+# ---------------------------------------------------------------- one round of the cut
+
+
+@dataclass(frozen=True)
+class _Round:
+    """One round's cut for every question: trace-order masks, rank-order selections, the gate."""
+
+    pool: np.ndarray  # candidates of this round or earlier
+    floor_ok: np.ndarray  # live and past the pre-floor
+    capped: np.ndarray  # kept by the cap
+    top_r: np.ndarray
+    extra_r: np.ndarray
+    final_r: np.ndarray  # the notes (after dedup), rank order
+    max_score: np.ndarray
+    lectures: np.ndarray
+
+
+def _cut_round(p: PackedTraces, cfg: PipelineConfig, rnd: int, todo: np.ndarray) -> _Round:
+    """The cut of round `rnd` (candidates of rounds ≤ rnd) for every question; dedup runs for the
+    questions in `todo` only (the others' `final_r` is not used)."""
+    pool = p.round <= rnd
+    floor_ok = pool & ~p.ann_missed & (p.forced | (p.score >= cfg.pre_floor))
+    in_cap = floor_ok[p.cap_perm]
+    capped = np.zeros_like(floor_ok)
+    capped[p.cap_perm] = in_cap & (_running(in_cap, p.starts, p.seg) <= cfg.cap)
+    cr = capped[p.rank_perm]
+    top_r = cr & (_running(cr, p.starts, p.seg) <= cfg.rerank_top_k)
+    rest_r = cr & ~top_r
+    extra_r = np.zeros_like(top_r)
+    for group, want in ((p.verse_r, cfg.reserve_verses), (p.library_r, cfg.reserve_library)):
+        need = want - _totals(top_r & group, p.starts)
+        ok = rest_r & group & (p.score_r >= cfg.reserve_floor)
+        extra_r |= ok & (_running(ok, p.starts, p.seg) <= need[p.seg])
+    final_r = _dedup(p, top_r | extra_r, cfg.dedup_overlap, todo)
+    return _Round(
+        pool,
+        floor_ok,
+        capped,
+        top_r,
+        extra_r,
+        final_r,
+        _seg_max(p.score_r, final_r, p.starts),
+        _totals(final_r & p.transcript_r, p.starts),
+    )
+
+
+def _dedup(p: PackedTraces, sel: np.ndarray, min_overlap: float, todo: np.ndarray) -> np.ndarray:
+    """`cut.dedup` on the selected notes (rank order) of the questions in `todo`."""
+    if min_overlap <= 0:  # every overlap is ≥ 0: only each question's first note survives
+        return sel & (_running(sel, p.starts, p.seg) == 1)
+    out = sel.copy()
+    tangled = sel & p.entangled_r & todo[p.seg]
+    pos = np.flatnonzero(tangled)
+    if len(pos) < 2:
+        return out
+    qs = p.seg[pos]
+    cuts = np.flatnonzero(np.diff(qs)) + 1
+    keys = p.dedup_keys_r
+    for group in np.split(pos, cuts):
+        if len(group) < 2:
+            continue
+        seen: set[str] = set()
+        kept: list[tuple[str, str | None, int | None, int | None]] = []
+        for i in group.tolist():
+            key = keys[i]
+            if key[0] in seen or any(_overlap(key, k) >= min_overlap for k in kept):
+                out[i] = False
+                continue
+            seen.add(key[0])
+            kept.append(key)
+    return out
+
+
+def _decisions(r: _Round, cfg: PipelineConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(between, decision code) per question: code 0 answer, 1 insufficient, 2 weak."""
+    sufficient = (r.max_score >= cfg.sufficient_score) & (r.lectures >= cfg.sufficient_lectures)
+    good = sufficient | (r.max_score >= cfg.good_enough_score)
+    bail = r.max_score < cfg.bail_out_score
+    code = np.where(good, 0, np.where(bail, 1, 2))
+    return code == 2, code
+
+
+_DECISION = (Decision.ANSWER, Decision.INSUFFICIENT, Decision.WEAK)
+
+
+# ---------------------------------------------------------------- replay
+
+
+def check_replayable(p: PackedTraces, cfg: PipelineConfig) -> None:
+    """The checks `replay` makes, once per distinct collection: `ConfigError` if a trace was
+    collected under other collection settings or with fewer fanout rounds than `cfg` asks."""
+    want = cfg.collection_key()
+    for coll, _ in p.collections:
+        mismatch = {
+            k: (coll.get(k), v)
+            for k, v in want.items()
+            if k != "max_fanout_rounds" and _norm(coll.get(k)) != _norm(v)
+        }
+        if mismatch:
+            raise ConfigError(f"cannot replay: collection settings differ {mismatch}")
+        if cfg.max_fanout_rounds > coll["max_fanout_rounds"]:
+            raise ConfigError("cannot replay more fanout rounds than the trace collected")
+
+
+def _norm(v: Any) -> Any:
+    return list(v) if isinstance(v, tuple | list) else v
+
+
+def _rounds(p: PackedTraces, cfg: PipelineConfig) -> tuple[list[_Round], np.ndarray, np.ndarray]:
+    """The rounds run, whether each question went to round two, and its final decision codes."""
+    everyone = np.ones(p.size, dtype=bool)
+    first = _cut_round(p, cfg, 1, everyone)
+    between, code = _decisions(first, cfg)
+    if cfg.max_fanout_rounds < 2 or not between.any():
+        return [first], np.zeros(p.size, dtype=bool), code
+    second = _cut_round(p, cfg, 2, between)
+    _, code2 = _decisions(second, cfg)
+    return [first, second], between, np.where(between, code2, code)
+
+
+def _as_packed(traces: Sequence[RetrievalTrace] | PackedTraces) -> PackedTraces:
+    return traces if isinstance(traces, PackedTraces) else pack(traces)
+
+
+def replay_many(
+    traces: Sequence[RetrievalTrace] | PackedTraces, cfg: PipelineConfig
+) -> list[VectorResult]:
+    """`replay(trace, cfg)`'s notes (fragment ids), decision and max cosine for every trace, in
+    order, computed as array operations (pass a `pack`ed set to replay many configs). The
+    rrf_hybrid arm falls back to the scalar `replay`, trace by trace."""
+    p = _as_packed(traces)
+    if cfg.arm == "rrf_hybrid":
+        return [_from_result(replay(t, cfg)) for t in p.traces]
+    check_replayable(p, cfg)
+    rounds, second, code = _rounds(p, cfg)
+    last = rounds[-1]
+    final_r = np.where(second[p.seg], last.final_r, rounds[0].final_r) if second.any() else None
+    final_r = rounds[0].final_r if final_r is None else final_r
+    mx = np.where(second, last.max_score, rounds[0].max_score).tolist()
+    ids = np.split(p.fid_r[final_r], np.cumsum(_totals(final_r, p.starts))[:-1])
+    n_rounds = np.where(second, 2, 1).tolist()
+    codes = code.tolist()
+    return [
+        VectorResult(tuple(ids[q].tolist()), _DECISION[codes[q]], mx[q], n_rounds[q])
+        for q in range(p.size)
+    ]
+
+
+def _from_result(res: RetrievalResult) -> VectorResult:
+    return VectorResult(
+        tuple(c.fragment_id for c in res.notes), res.decision, res.max_score, len(res.rounds)
+    )
+
+
+def replay_results(
+    traces: Sequence[RetrievalTrace] | PackedTraces, cfg: PipelineConfig
+) -> list[RetrievalResult]:
+    """Full `RetrievalResult`s (every round run, its notes, stages and gate), equal to
+    `replay(trace, cfg)` for each trace; slower than `replay_many` (it builds the objects)."""
+    p = _as_packed(traces)
+    if cfg.arm == "rrf_hybrid":
+        return [replay(t, cfg) for t in p.traces]
+    check_replayable(p, cfg)
+    rounds, second, code = _rounds(p, cfg)
+    stages = [_stage_codes(p, r) for r in rounds]
+    out = []
+    for q, t in enumerate(p.traces):
+        run = rounds if second[q] else rounds[:1]
+        made = tuple(_round_result(p, q, t, n + 1, r, stages[n], cfg) for n, r in enumerate(run))
+        out.append(RetrievalResult(made[-1].notes, _DECISION[int(code[q])], made, t))
+    return out
+
+
+# Stage codes in trace order; 0 = not in the pool of the round (a later round's candidate).
+_STAGES = (
+    Stage.UNUSED_LATER_ROUND,
+    Stage.ANN_MISSED,
+    Stage.DROPPED_PRE_FLOOR,
+    Stage.DROPPED_CAP,
+    Stage.DROPPED_TOP_K,
+    Stage.KEPT_TOP_K,
+    Stage.KEPT_RESERVE,
+    Stage.DROPPED_DEDUP,
+)
+
+
+def _stage_codes(p: PackedTraces, r: _Round) -> np.ndarray:
+    """Each candidate's fate in round `r`, as an index into `_STAGES` (trace order)."""
+    code = np.zeros(len(p.score), dtype=np.int64)
+    code[r.pool & p.ann_missed] = 1
+    code[r.pool & ~p.ann_missed & ~r.floor_ok] = 2
+    code[r.floor_ok & ~r.capped] = 3
+    code[r.capped] = 4
+    for mask_r, value in ((r.top_r, 5), (r.extra_r, 6), ((r.top_r | r.extra_r) & ~r.final_r, 7)):
+        code[p.rank_perm[mask_r]] = value
+    return code
+
+
+def _round_result(
+    p: PackedTraces,
+    q: int,
+    t: RetrievalTrace,
+    rnd: int,
+    r: _Round,
+    codes: np.ndarray,
+    cfg: PipelineConfig,
+) -> RoundResult:
+    lo, hi = int(p.starts[q]), int(p.starts[q + 1])
+    local = (p.rank_perm[lo:hi][r.final_r[lo:hi]] - lo).tolist()
+    notes = tuple(t.candidates[i] for i in local)
+    stage = {
+        c.fragment_id: _STAGES[k] for c, k in zip(t.candidates, codes[lo:hi].tolist(), strict=True)
+    }
+    return RoundResult(rnd, notes, stage, verdict(notes, cfg))
+
+
+__all__ = [
+    "PackedTraces",
+    "VectorResult",
+    "check_replayable",
+    "pack",
+    "replay_many",
+    "replay_results",
+]
