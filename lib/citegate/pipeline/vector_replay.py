@@ -34,6 +34,7 @@ from citegate.core.config import PipelineConfig
 from citegate.core.errors import ConfigError
 from citegate.core.fragments import LIBRARY_KINDS
 from citegate.core.types import (
+    Candidate,
     Decision,
     RetrievalResult,
     RetrievalTrace,
@@ -77,9 +78,8 @@ class PackedTraces:
     verse_r: np.ndarray
     library_r: np.ndarray
     transcript_r: np.ndarray
-    entangled_r: np.ndarray  # could be deduplicated against another candidate of its question
     fid_r: np.ndarray
-    dedup_keys_r: list[tuple[str, str | None, int | None, int | None]]  # sig, track, start, end
+    pairs: _Pairs  # candidate pairs dedup could ever compare and drop, in rank-order indices
     collections: tuple[tuple[dict[str, Any], tuple[int, ...]], ...]  # distinct, and who has it
 
     @property
@@ -104,8 +104,6 @@ def pack(traces: Sequence[RetrievalTrace]) -> PackedTraces:
     # np.lexsort sorts by the LAST key first; it is stable, as `sorted` is.
     cap_perm = np.lexsort((fid, -score, unpinned, seg)).astype(np.int64)
     rank_perm = np.lexsort((fid, -score, -rr, unpinned, seg)).astype(np.int64)
-    keys = [(c.text_sig or text_signature(c.text), c.track_id, c.start_ms, c.end_ms) for c in cands]
-    entangled = _entangled(keys, starts)
     kinds = [c.kind for c in cands]
     return PackedTraces(
         traces=tuple(traces),
@@ -121,9 +119,8 @@ def pack(traces: Sequence[RetrievalTrace]) -> PackedTraces:
         verse_r=np.array([k == "verse" for k in kinds], dtype=bool)[rank_perm],
         library_r=np.array([k != "verse" and k in LIBRARY_KINDS for k in kinds], bool)[rank_perm],
         transcript_r=np.array([k == TRANSCRIPT for k in kinds], dtype=bool)[rank_perm],
-        entangled_r=entangled[rank_perm],
         fid_r=fid[rank_perm],
-        dedup_keys_r=[keys[i] for i in rank_perm.tolist()],
+        pairs=_pairs([cands[i] for i in rank_perm.tolist()], seg[rank_perm]),
         collections=_collections(traces),
     )
 
@@ -138,43 +135,92 @@ def _collections(
     return tuple((coll, tuple(idx)) for coll, idx in groups.values())
 
 
-def _entangled(
-    keys: Sequence[tuple[str, str | None, int | None, int | None]], starts: np.ndarray
-) -> np.ndarray:
-    """Whether each candidate shares its text digest, or a positively overlapping window of its
-    track, with another candidate of its question: only those can take part in dedup (for a
-    `dedup_overlap` above 0)."""
-    out = np.zeros(len(keys), dtype=bool)
-    for q in range(len(starts) - 1):
-        lo, hi = int(starts[q]), int(starts[q + 1])
-        by_sig: dict[str, list[int]] = {}
-        by_track: dict[str, list[int]] = {}
-        for i in range(lo, hi):
-            sig, track = keys[i][0], keys[i][1]
-            by_sig.setdefault(sig, []).append(i)
-            if track is not None:
-                by_track.setdefault(track, []).append(i)
-        for idx in by_sig.values():
-            if len(idx) > 1:
-                out[idx] = True
-        for idx in by_track.values():
-            for a_pos, a in enumerate(idx):
-                for b in idx[a_pos + 1 :]:
-                    if _overlap(keys[a], keys[b]) > 0:
-                        out[a] = out[b] = True
-    return out
+@dataclass(frozen=True)
+class _Pairs:
+    """Pairs (first, later) of candidates of one question, in rank-order indices (first < later),
+    that `cut.dedup` could ever compare and drop: the same text digest, or windows of the same
+    track with a positive overlap (`overlap` is `cut._overlap`, the same float). Any other pair
+    never conflicts for a `dedup_overlap` above 0."""
+
+    first: np.ndarray
+    later: np.ndarray
+    same_text: np.ndarray
+    overlap: np.ndarray
 
 
-def _overlap(
-    a: tuple[str, str | None, int | None, int | None],
-    b: tuple[str, str | None, int | None, int | None],
-) -> float:
-    """`citegate.pipeline.cut._overlap` on dedup keys: the same arithmetic, the same floats."""
-    if a[1] is None or a[1] != b[1]:
-        return 0.0
-    inter = min(a[3], b[3]) - max(a[2], b[2])  # type: ignore[type-var,operator]
-    shorter = min(a[3] - a[2], b[3] - b[2])  # type: ignore[operator]
-    return max(inter, 0) / shorter if shorter > 0 else 0.0
+def _pairs(cands_r: Sequence[Candidate], seg_r: np.ndarray) -> _Pairs:
+    """Every candidate pair that can conflict in dedup (`_Pairs`), found with sorts, not loops
+    over pairs of candidates that cannot."""
+    n = len(cands_r)
+    codes: dict[str, int] = {}
+    sig = np.array(
+        [codes.setdefault(c.text_sig or text_signature(c.text), len(codes)) for c in cands_r],
+        dtype=np.int64,
+    ).reshape(n)
+    text_pairs = _same_key_pairs(seg_r * max(len(codes), 1) + sig)
+    tracks: dict[str, int] = {}
+    track = np.array(
+        [-1 if c.track_id is None else tracks.setdefault(c.track_id, len(tracks)) for c in cands_r],
+        dtype=np.int64,
+    ).reshape(n)
+    spans = [_span(c) for c in cands_r]
+    start = np.array([a for a, _ in spans], dtype=np.int64).reshape(n)
+    end = np.array([b for _, b in spans], dtype=np.int64).reshape(n)
+    window_pairs = _overlapping_pairs(seg_r * max(len(tracks), 1) + track, track >= 0, start, end)
+    first = np.concatenate([text_pairs[0], window_pairs[0]])
+    later = np.concatenate([text_pairs[1], window_pairs[1]])
+    key = np.unique(first * max(n, 1) + later)  # a pair can be both: keep it once, sorted
+    first, later = key // max(n, 1), key % max(n, 1)
+    inter = np.minimum(end[first], end[later]) - np.maximum(start[first], start[later])
+    shorter = np.minimum(end[first] - start[first], end[later] - start[later])
+    same_track = (track[first] >= 0) & (track[first] == track[later])
+    ok = same_track & (shorter > 0)
+    overlap = np.zeros(len(first), dtype=np.float64)
+    overlap[ok] = np.maximum(inter[ok], 0) / shorter[ok]
+    return _Pairs(first, later, sig[first] == sig[later], overlap)
+
+
+def _span(c: Candidate) -> tuple[int, int]:
+    """(start, end) of a track window; (0, 0), which overlaps nothing, without a full span (the
+    scalar dedup would fail with a TypeError comparing such a window)."""
+    if c.track_id is None or c.start_ms is None or c.end_ms is None:
+        return 0, 0
+    return c.start_ms, c.end_ms
+
+
+def _same_key_pairs(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All index pairs (i < j) with equal `key`."""
+    order = np.argsort(key, kind="stable")  # equal keys keep ascending index order
+    _, at, count = np.unique(key[order], return_index=True, return_counts=True)
+    firsts, laters = [], []
+    for lo, m in zip(at[count > 1].tolist(), count[count > 1].tolist(), strict=True):
+        a, b = np.triu_indices(m, 1)
+        firsts.append(order[lo + a])
+        laters.append(order[lo + b])
+    if not firsts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(firsts), np.concatenate(laters)
+
+
+def _overlapping_pairs(
+    group: np.ndarray, has: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """All index pairs (i < j) of the same `group` (question × track) whose windows, both of
+    positive length, overlap by a positive length."""
+    idx = np.flatnonzero(has & (end > start))
+    if len(idx) < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    span = int(end[idx].max() - start[idx].min()) + 1
+    base = start[idx].min()
+    order = idx[np.lexsort((start[idx], group[idx]))]
+    key = group[order] * (2 * span) + (start[order] - base)
+    # later windows (by start) of the same group that start before this one ends
+    stop = np.searchsorted(key, group[order] * (2 * span) + (end[order] - base), side="left")
+    count = stop - np.arange(len(order)) - 1
+    a = np.repeat(np.arange(len(order)), count)
+    b = a + 1 + (np.arange(len(a)) - np.repeat(np.cumsum(count) - count, count))
+    i, j = order[a], order[b]
+    return np.minimum(i, j), np.maximum(i, j)
 
 
 # ---------------------------------------------------------------- segmented array helpers
@@ -252,30 +298,29 @@ def _cut_round(p: PackedTraces, cfg: PipelineConfig, rnd: int, todo: np.ndarray)
 
 
 def _dedup(p: PackedTraces, sel: np.ndarray, min_overlap: float, todo: np.ndarray) -> np.ndarray:
-    """`cut.dedup` on the selected notes (rank order) of the questions in `todo`."""
+    """`cut.dedup` on the selected notes (rank order) of the questions in `todo`: the greedy
+    "keep a note unless it conflicts with an earlier kept one", as rounds over the conflict
+    pairs (a note is kept once every earlier conflicting note is settled and none kept)."""
     if min_overlap <= 0:  # every overlap is ≥ 0: only each question's first note survives
         return sel & (_running(sel, p.starts, p.seg) == 1)
-    out = sel.copy()
-    tangled = sel & p.entangled_r & todo[p.seg]
-    pos = np.flatnonzero(tangled)
-    if len(pos) < 2:
-        return out
-    qs = p.seg[pos]
-    cuts = np.flatnonzero(np.diff(qs)) + 1
-    keys = p.dedup_keys_r
-    for group in np.split(pos, cuts):
-        if len(group) < 2:
-            continue
-        seen: set[str] = set()
-        kept: list[tuple[str, str | None, int | None, int | None]] = []
-        for i in group.tolist():
-            key = keys[i]
-            if key[0] in seen or any(_overlap(key, k) >= min_overlap for k in kept):
-                out[i] = False
-                continue
-            seen.add(key[0])
-            kept.append(key)
-    return out
+    pr = p.pairs
+    live = sel[pr.first] & sel[pr.later] & (pr.same_text | (pr.overlap >= min_overlap))
+    live &= todo[p.seg[pr.first]]
+    first, later = pr.first[live], pr.later[live]
+    dropped = np.zeros_like(sel)
+    open_ = np.zeros_like(sel)
+    open_[first] = open_[later] = True  # notes not yet settled (only those in a conflict)
+    while len(first):
+        waiting = np.zeros_like(sel)
+        waiting[later[open_[first]]] = True
+        kept_now = open_ & ~waiting
+        open_ &= ~kept_now
+        hit = later[kept_now[first]]
+        dropped[hit] = True
+        open_[hit] = False
+        keep = open_[first] & open_[later]
+        first, later = first[keep], later[keep]
+    return sel & ~dropped
 
 
 def _decisions(r: _Round, cfg: PipelineConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -344,12 +389,13 @@ def replay_many(
     final_r = np.where(second[p.seg], last.final_r, rounds[0].final_r) if second.any() else None
     final_r = rounds[0].final_r if final_r is None else final_r
     mx = np.where(second, last.max_score, rounds[0].max_score).tolist()
-    ids = np.split(p.fid_r[final_r], np.cumsum(_totals(final_r, p.starts))[:-1])
+    ids = p.fid_r[final_r].tolist()
+    ends = np.cumsum(_totals(final_r, p.starts)).tolist()
     n_rounds = np.where(second, 2, 1).tolist()
     codes = code.tolist()
     return [
-        VectorResult(tuple(ids[q].tolist()), _DECISION[codes[q]], mx[q], n_rounds[q])
-        for q in range(p.size)
+        VectorResult(tuple(ids[e - n : e]), _DECISION[codes[q]], mx[q], n_rounds[q])
+        for q, (e, n) in enumerate(zip(ends, _totals(final_r, p.starts).tolist(), strict=True))
     ]
 
 

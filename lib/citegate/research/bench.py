@@ -760,8 +760,8 @@ def _lanes_table(res: dict[str, Any]) -> str:
 def _replay_table(res: dict[str, Any]) -> str:
     p = res["replay"]
     return _table(
-        f"4. replay over {p['configs']} cut-only configs × {p['questions']} questions: scalar "
-        "replay() and vectorised replay_many() (pack once, then every config; the rate counts "
+        f"4. replay() over {p['configs']} cut-only configs × {p['questions']} questions, scalar "
+        "and vectorised (replay_many: pack once, then every config; the rate counts "
         f"the pack and the median of {VECTOR_REPEATS} passes, the sweep rate the pass alone)",
         ["measure", "value"],
         [
