@@ -14,18 +14,24 @@ A config then costs: masks for the round and the pre-floor, a segmented running 
 (the cap), one in rank order (top-k), two more for the verse and library reserves (with their
 floor), a segmented max for the gate. The notes are then simply the selected candidates in rank
 order (the reserves come from below the top k, so top-then-reserves *is* rank order). Dedup is
-greedy and sequential; it loops in Python only over the selected notes that share a text digest or
-a positively overlapping track window with some other candidate of the same question (a note with
-no such partner can neither be dropped nor cause a drop). Round two is evaluated for the questions
+greedy and sequential ("keep a note unless it repeats the text of, or overlaps, an earlier kept
+one"); the pack lists the only candidate pairs that can ever conflict (same text digest, or
+windows of one track overlapping by a positive length, with `cut._overlap`'s float), and a
+config runs the greedy as a few rounds over those pairs, all questions at once. Round two is evaluated for the questions
 whose round-one gate says `between` when the config allows two rounds.
 
 Pack once, replay many configs: that is what a sweep does.
+
+One known difference: a track window without a full span (start or end None) overlaps nothing
+here, where the scalar dedup would raise a TypeError comparing it; collected traces always have
+spans on track windows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -91,38 +97,63 @@ class PackedTraces:
 # ---------------------------------------------------------------- packing (config-independent)
 
 
+_FIELDS = attrgetter(
+    "fragment_id", "score", "rerank_score", "round", "ann_missed", "kind", "track_id", "lanes"
+)
+
+
 def pack(traces: Sequence[RetrievalTrace]) -> PackedTraces:
     """Flatten `traces` and precompute the config-independent orders and flags."""
     cands = [c for t in traces for c in t.candidates]
     counts = np.array([len(t.candidates) for t in traces], dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     seg = np.repeat(np.arange(len(traces), dtype=np.int64), counts)
-    score = np.array([c.score for c in cands], dtype=np.float64)
-    rr = np.array([c.score if c.rerank_score is None else c.rerank_score for c in cands], float)
-    fid = np.array([c.fragment_id for c in cands], dtype=np.int64)
-    unpinned = np.array([not c.pinned for c in cands], dtype=bool)
+    cols = list(zip(*map(_FIELDS, cands), strict=True)) or [()] * 8
+    fids, scores, rerank, rounds, missed, kinds, track_ids, lanes = cols
+    score = np.array(scores, dtype=np.float64).reshape(len(cands))
+    rr = np.array([s if r is None else r for s, r in zip(scores, rerank, strict=True)], float)
+    fid = np.array(fids, dtype=np.int64).reshape(len(cands))
+    flags = _lane_flags(cands)
+    forced = np.array([flags[ls][0] for ls in lanes], dtype=bool).reshape(len(cands))
+    unpinned = ~np.array([flags[ls][1] for ls in lanes], dtype=bool).reshape(len(cands))
     # np.lexsort sorts by the LAST key first; it is stable, as `sorted` is.
     cap_perm = np.lexsort((fid, -score, unpinned, seg)).astype(np.int64)
-    rank_perm = np.lexsort((fid, -score, -rr, unpinned, seg)).astype(np.int64)
-    kinds = [c.kind for c in cands]
+    rank_perm = np.lexsort((fid, -score, -rr.reshape(len(cands)), unpinned, seg)).astype(np.int64)
+    kind_code = {k: i for i, k in enumerate(dict.fromkeys(kinds))}
+    kind = np.array([kind_code[k] for k in kinds], dtype=np.int64).reshape(len(cands))[rank_perm]
     return PackedTraces(
         traces=tuple(traces),
         starts=starts,
         seg=seg,
         score=score,
-        forced=np.array([c.forced for c in cands], dtype=bool),
-        ann_missed=np.array([c.ann_missed for c in cands], dtype=bool),
-        round=np.array([c.round for c in cands], dtype=np.int64),
+        forced=forced,
+        ann_missed=np.array(missed, dtype=bool).reshape(len(cands)),
+        round=np.array(rounds, dtype=np.int64).reshape(len(cands)),
         cap_perm=cap_perm,
         rank_perm=rank_perm,
         score_r=score[rank_perm],
-        verse_r=np.array([k == "verse" for k in kinds], dtype=bool)[rank_perm],
-        library_r=np.array([k != "verse" and k in LIBRARY_KINDS for k in kinds], bool)[rank_perm],
-        transcript_r=np.array([k == TRANSCRIPT for k in kinds], dtype=bool)[rank_perm],
+        verse_r=_kind_is(kind, kind_code, ("verse",)),
+        library_r=_kind_is(kind, kind_code, tuple(k for k in LIBRARY_KINDS if k != "verse")),
+        transcript_r=_kind_is(kind, kind_code, (TRANSCRIPT,)),
         fid_r=fid[rank_perm],
-        pairs=_pairs([cands[i] for i in rank_perm.tolist()], seg[rank_perm]),
+        pairs=_pairs(cands, track_ids, seg, rank_perm),
         collections=_collections(traces),
     )
+
+
+def _lane_flags(cands: Sequence[Candidate]) -> dict[tuple[str, ...], tuple[bool, bool]]:
+    """(forced, pinned) per distinct lane tuple, read from the candidates' own properties (they
+    depend on the lanes alone, and few lane tuples repeat over many candidates)."""
+    out: dict[tuple[str, ...], tuple[bool, bool]] = {}
+    for c in cands:
+        if c.lanes not in out:
+            out[c.lanes] = (c.forced, c.pinned)
+    return out
+
+
+def _kind_is(kind: np.ndarray, codes: dict[str, int], names: Sequence[str]) -> np.ndarray:
+    """Whether each coded kind is one of `names`."""
+    return np.isin(kind, [codes[n] for n in names if n in codes])
 
 
 def _collections(
@@ -148,24 +179,30 @@ class _Pairs:
     overlap: np.ndarray
 
 
-def _pairs(cands_r: Sequence[Candidate], seg_r: np.ndarray) -> _Pairs:
-    """Every candidate pair that can conflict in dedup (`_Pairs`), found with sorts, not loops
-    over pairs of candidates that cannot."""
-    n = len(cands_r)
+def _pairs(
+    cands: Sequence[Candidate],
+    track_ids: Sequence[str | None],
+    seg: np.ndarray,
+    rank_perm: np.ndarray,
+) -> _Pairs:
+    """Every candidate pair that can conflict in dedup (`_Pairs`, rank-order indices), found
+    with sorts, not loops over pairs of candidates that cannot."""
+    n = len(cands)
     codes: dict[str, int] = {}
     sig = np.array(
-        [codes.setdefault(c.text_sig or text_signature(c.text), len(codes)) for c in cands_r],
+        [codes.setdefault(c.text_sig or text_signature(c.text), len(codes)) for c in cands],
         dtype=np.int64,
-    ).reshape(n)
+    ).reshape(n)[rank_perm]
+    seg_r = seg[rank_perm]
     text_pairs = _same_key_pairs(seg_r * max(len(codes), 1) + sig)
     tracks: dict[str, int] = {}
     track = np.array(
-        [-1 if c.track_id is None else tracks.setdefault(c.track_id, len(tracks)) for c in cands_r],
+        [-1 if t is None else tracks.setdefault(t, len(tracks)) for t in track_ids],
         dtype=np.int64,
-    ).reshape(n)
-    spans = [_span(c) for c in cands_r]
-    start = np.array([a for a, _ in spans], dtype=np.int64).reshape(n)
-    end = np.array([b for _, b in spans], dtype=np.int64).reshape(n)
+    ).reshape(n)[rank_perm]
+    spans = [_span(c) if t is not None else (0, 0) for c, t in zip(cands, track_ids, strict=True)]
+    start = np.array([a for a, _ in spans], dtype=np.int64).reshape(n)[rank_perm]
+    end = np.array([b for _, b in spans], dtype=np.int64).reshape(n)[rank_perm]
     window_pairs = _overlapping_pairs(seg_r * max(len(tracks), 1) + track, track >= 0, start, end)
     first = np.concatenate([text_pairs[0], window_pairs[0]])
     later = np.concatenate([text_pairs[1], window_pairs[1]])
