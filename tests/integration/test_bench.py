@@ -76,6 +76,7 @@ def test_every_part_reports_finite_numbers(result: dict) -> None:
     rep = result["replay"]
     assert rep["configs"] == 36 and rep["questions"] == 3
     assert finite(rep["replay_over_retrieve_warm"]) and rep["replay_matches_retrieve"] == 1.0
+    assert finite(rep["vector_over_retrieve_warm"]) and rep["vector_equals_scalar"] == 1.0
     env = result["environment"]
     assert env["postgresql"] and env["pgvector"] != "missing" and env["cpu_count"]
     assert set(result["goals"]) == set(bench.GOALS)
