@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -97,38 +96,36 @@ class PackedTraces:
 # ---------------------------------------------------------------- packing (config-independent)
 
 
-_FIELDS = attrgetter(
-    "fragment_id", "score", "rerank_score", "round", "ann_missed", "kind", "track_id", "lanes"
-)
-
-
 def pack(traces: Sequence[RetrievalTrace]) -> PackedTraces:
     """Flatten `traces` and precompute the config-independent orders and flags."""
     cands = [c for t in traces for c in t.candidates]
+    n = len(cands)
     counts = np.array([len(t.candidates) for t in traces], dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     seg = np.repeat(np.arange(len(traces), dtype=np.int64), counts)
-    cols = list(zip(*map(_FIELDS, cands), strict=True)) or [()] * 8
-    fids, scores, rerank, rounds, missed, kinds, track_ids, lanes = cols
-    score = np.array(scores, dtype=np.float64).reshape(len(cands))
-    rr = np.array([s if r is None else r for s, r in zip(scores, rerank, strict=True)], float)
-    fid = np.array(fids, dtype=np.int64).reshape(len(cands))
+    score = np.fromiter((c.score for c in cands), np.float64, n)
+    rr = np.fromiter(
+        (c.score if c.rerank_score is None else c.rerank_score for c in cands), np.float64, n
+    )
+    fid = np.fromiter((c.fragment_id for c in cands), np.int64, n)
+    kinds = [c.kind for c in cands]
+    lanes = [c.lanes for c in cands]
     flags = _lane_flags(cands)
-    forced = np.array([flags[ls][0] for ls in lanes], dtype=bool).reshape(len(cands))
-    unpinned = ~np.array([flags[ls][1] for ls in lanes], dtype=bool).reshape(len(cands))
+    forced = np.fromiter((flags[ls][0] for ls in lanes), bool, n)
+    unpinned = ~np.fromiter((flags[ls][1] for ls in lanes), bool, n)
     # np.lexsort sorts by the LAST key first; it is stable, as `sorted` is.
     cap_perm = np.lexsort((fid, -score, unpinned, seg)).astype(np.int64)
-    rank_perm = np.lexsort((fid, -score, -rr.reshape(len(cands)), unpinned, seg)).astype(np.int64)
+    rank_perm = np.lexsort((fid, -score, -rr, unpinned, seg)).astype(np.int64)
     kind_code = {k: i for i, k in enumerate(dict.fromkeys(kinds))}
-    kind = np.array([kind_code[k] for k in kinds], dtype=np.int64).reshape(len(cands))[rank_perm]
+    kind = np.fromiter((kind_code[k] for k in kinds), np.int64, n)[rank_perm]
     return PackedTraces(
         traces=tuple(traces),
         starts=starts,
         seg=seg,
         score=score,
         forced=forced,
-        ann_missed=np.array(missed, dtype=bool).reshape(len(cands)),
-        round=np.array(rounds, dtype=np.int64).reshape(len(cands)),
+        ann_missed=np.fromiter((c.ann_missed for c in cands), bool, n),
+        round=np.fromiter((c.round for c in cands), np.int64, n),
         cap_perm=cap_perm,
         rank_perm=rank_perm,
         score_r=score[rank_perm],
@@ -136,7 +133,7 @@ def pack(traces: Sequence[RetrievalTrace]) -> PackedTraces:
         library_r=_kind_is(kind, kind_code, tuple(k for k in LIBRARY_KINDS if k != "verse")),
         transcript_r=_kind_is(kind, kind_code, (TRANSCRIPT,)),
         fid_r=fid[rank_perm],
-        pairs=_pairs(cands, track_ids, seg, rank_perm),
+        pairs=_pairs(cands, seg, rank_perm),
         collections=_collections(traces),
     )
 
@@ -179,15 +176,11 @@ class _Pairs:
     overlap: np.ndarray
 
 
-def _pairs(
-    cands: Sequence[Candidate],
-    track_ids: Sequence[str | None],
-    seg: np.ndarray,
-    rank_perm: np.ndarray,
-) -> _Pairs:
+def _pairs(cands: Sequence[Candidate], seg: np.ndarray, rank_perm: np.ndarray) -> _Pairs:
     """Every candidate pair that can conflict in dedup (`_Pairs`, rank-order indices), found
     with sorts, not loops over pairs of candidates that cannot."""
     n = len(cands)
+    track_ids = [c.track_id for c in cands]
     codes: dict[str, int] = {}
     sig = np.array(
         [codes.setdefault(c.text_sig or text_signature(c.text), len(codes)) for c in cands],
