@@ -11,8 +11,10 @@ from conftest import make_candidate
 from citegate.core.config import PipelineConfig
 from citegate.core.errors import ConfigError
 from citegate.core.types import Candidate, QueryPlan, RetrievalTrace
+from citegate.corpus.questions import Question, QuestionSet
 from citegate.pipeline.retrieve import replay
 from citegate.pipeline.vector_replay import pack, replay_many, replay_results
+from citegate.research.study import StudySet
 
 KINDS = ("verse", "commentary", "prose_chapter", "letter", "track_transcript", "other")
 LANES = (
@@ -131,3 +133,24 @@ def test_mismatched_collection_is_refused_like_replay() -> None:
     with pytest.raises(ConfigError, match="more fanout rounds"):
         replay_many([trace], base)
     assert len(replay_many([trace], one_round)) == 1
+
+
+def test_a_study_sets_summaries_equal_its_full_replays() -> None:
+    rng = random.Random(7)
+    base = PipelineConfig()
+    traces = [random_trace(rng, base) for _ in range(25)]
+    questions = [
+        Question(f"q{i}", f"question {i}", "en", "answerable", ("x",), "t", "test", "gita", f"g{i}")
+        for i in range(len(traces))
+    ]
+    qset = QuestionSet("s", "gita", tuple(questions))
+    s = StudySet(
+        qset, "gita", questions, {q.id: t for q, t in zip(questions, traces, strict=True)}, {}
+    )
+    for _ in range(30):
+        cfg = random_config(rng, base)
+        full, fast = s.replay_all(cfg), s.replay_summaries(cfg)
+        assert list(fast) == [q.id for q in questions]
+        for qid, res in full.items():
+            want = (tuple(c.fragment_id for c in res.notes), res.decision, res.max_score)
+            assert (fast[qid].notes, fast[qid].decision, fast[qid].max_score) == want, cfg

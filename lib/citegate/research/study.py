@@ -19,6 +19,7 @@ from citegate.evaluation.sampling import salted_order
 from citegate.models.embed import default_embedder
 from citegate.models.rerank import make_reranker
 from citegate.pipeline.retrieve import RetrievalResult, RetrievalTrace, replay
+from citegate.pipeline.vector_replay import PackedTraces, VectorResult, pack, replay_many
 from citegate.research.traces import traces_for
 from citegate.store.db import connect
 
@@ -34,11 +35,22 @@ class StudySet:
     questions: list[Question]
     traces: dict[str, RetrievalTrace]
     gold: dict[str, list[int]]
+    _packed: PackedTraces | None = field(default=None, init=False, repr=False, compare=False)
 
     def replay_all(self, cfg: PipelineConfig) -> dict[str, RetrievalResult]:
-        """Replay every trace under `cfg` (no database, no model)."""
+        """Replay every trace under `cfg` (no database, no model): full results, with every
+        candidate's stage, for studies that need more than the notes."""
         cfg = cfg.replace(corpora=[self.corpus])
         return {q.id: replay(self.traces[q.id], cfg) for q in self.questions}
+
+    def replay_summaries(self, cfg: PipelineConfig) -> dict[str, VectorResult]:
+        """The notes (fragment ids, in order), decision and max cosine `replay_all` gives, computed
+        for every question at once as array operations (`pipeline.vector_replay`): the fast path
+        for sweeps over many configs. The traces are packed once per set and reused."""
+        if self._packed is None:
+            self._packed = pack([self.traces[q.id] for q in self.questions])
+        results = replay_many(self._packed, cfg.replace(corpora=[self.corpus]))
+        return {q.id: r for q, r in zip(self.questions, results, strict=True)}
 
 
 @dataclass

@@ -219,11 +219,11 @@ def evaluate(
     )
     rows = []
     for s in study.sets.values():
-        res = s.replay_all(cfg.replace(corpora=[s.corpus]))
+        res = s.replay_summaries(cfg)
         for q in s.questions:
             r = res[q.id]
             gold = set(s.gold.get(q.id, ()))
-            hit = any(c.fragment_id in gold for c in r.notes) if gold else None
+            hit = any(fid in gold for fid in r.notes) if gold else None
             rows.append(
                 EvalRow(q.label, q.language, q.group, r.decision == "answer", r.max_score, hit)
             )
