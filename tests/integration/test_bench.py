@@ -39,7 +39,7 @@ def finite(v: object) -> bool:
 def result() -> Iterator[dict]:
     """One toy benchmark run. Its server lives in a private temp dir, not in pytest's numbered
     tmp dirs, which a concurrent pytest session may rotate away under the running server."""
-    sizes = bench.Sizes(ingest_frags=6, questions=3, ingest_rounds=1)
+    sizes = bench.Sizes(ingest_frags=6, questions=3, ingest_rounds=3)
     workdir = Path(tempfile.mkdtemp(prefix="citegate-bench-test-"))
     yield bench.run(sizes, frags=toy_corpus(), workdir=workdir)
     shutil.rmtree(workdir, ignore_errors=True)
@@ -49,8 +49,18 @@ def test_every_part_reports_finite_numbers(result: dict) -> None:
     ing = result["ingest"]
     assert ing["written"] == ing["fragments"] == 6
     assert 0.0 < ing["embedder_share_of_ingest"] <= 1.0
-    for key in ("raw_frag_per_s", "ingest_frag_per_s", "ingest_over_raw"):
+    for key in ("raw_frag_per_s", "ingest_frag_per_s", "ingest_over_raw", "ingest_over_raw_best"):
         assert finite(ing[key]) and ing[key] > 0
+    assert ing["pairs"] == 3 and ing["embedded_by_ingest_runs"] == [6, 6, 6]  # each really embeds
+    assert len(ing["ingest_over_raw_pairs"]) == len(ing["raw_frag_per_s_runs"]) == 3
+    spread = ing["ingest_over_raw_spread"]
+    assert spread["min"] <= spread["q1"] <= spread["median"] <= spread["q3"] <= spread["max"]
+    assert spread["median"] == ing["ingest_over_raw"]
+    goal = result["goals"]["ingest_over_raw"]
+    assert ing["conclusive"] == (ing["inconclusive_because"] == "")
+    assert goal["verdict"] == (
+        "inconclusive" if not ing["conclusive"] else "yes" if goal["met"] else "no"
+    )
     rec = result["recall"]
     assert set(rec["groups"]) == {"transcripts", "verses", "library"}
     for stats in [*rec["groups"].values(), rec["overall"]]:
@@ -84,6 +94,7 @@ def test_every_part_reports_finite_numbers(result: dict) -> None:
 
 def test_report_and_json(result: dict, tmp_path: Path) -> None:
     text = bench.render(result)
+    assert "ingest / raw (median of per-pair ratios)" in text and "every pair's ratio" in text
     for title in ("1. Ingest", "2. Dense lane", "3. retrieve()", "4. replay()", "5. Environment"):
         assert title in text
     out = tmp_path / "b" / "bench.json"
@@ -104,3 +115,23 @@ def test_replay_grid_changes_only_cut_thresholds() -> None:
 def test_questions_are_every_tenth_line() -> None:
     qs = bench.read_questions(5)
     assert len(qs) == 5 and all(isinstance(q, str) and q for q in qs)
+
+
+def test_ingest_verdict_says_when_the_spread_is_too_wide() -> None:
+    goal = bench.GOALS["ingest_over_raw"]
+    assert bench.ingest_verdict([0.95, 0.96, 0.97, 0.96, 0.95], goal) == ""  # tight, above goal
+    assert bench.ingest_verdict([0.50, 0.51, 0.52, 0.50, 0.51], goal) == ""  # tight, below goal
+    assert "IQR" in bench.ingest_verdict([0.3, 0.5, 0.6, 0.8, 0.85], goal)
+    assert "crosses" in bench.ingest_verdict([0.86, 0.88, 0.89, 0.90, 0.93], goal)
+    assert "one pair" in bench.ingest_verdict([0.95], goal)
+
+
+def test_goal_row_reads_inconclusive() -> None:
+    res = {
+        "ingest": {"ingest_over_raw": 0.6, "inconclusive_because": "ratio IQR 0.3 > 20%"},
+        "recall": {"overall": {"recall_at_16": 1.0}, "groups": {}},
+        "replay": {"vector_over_retrieve_warm": 2000.0, "vector_equals_scalar": 1.0},
+    }
+    g = bench.goals(res)
+    assert g["ingest_over_raw"]["verdict"] == "inconclusive" and g["ingest_over_raw"]["met"] is None
+    assert g["recall_at_16"]["verdict"] == "yes"

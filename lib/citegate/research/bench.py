@@ -4,7 +4,8 @@
 (the project's database is never touched) and measures:
 
 1. ingest throughput ÷ raw embedder throughput on the same texts (fresh embedding cache, so the
-   embedder really runs);
+   embedder really runs), as interleaved raw/ingest pairs: the median per-pair ratio, its spread,
+   and "inconclusive" when the spread is too wide to decide the goal;
 2. HNSW recall@16 against exact search per kind group, and dense-lane latency (ANN vs exact);
 3. retrieval latency per question by stage (cold query cache, then warm), and every lane's own
    latency right after ingest and after VACUUM (ingest leaves the GIN pending lists unflushed);
@@ -59,6 +60,8 @@ GOALS = {
     "replay_over_retrieve": 1000.0,
     "vector_equals_scalar": 1.0,
 }
+# The ingest/raw goal is undecided when the per-pair ratios' IQR exceeds this share of their median.
+MAX_IQR_SHARE = 0.2
 VECTOR_REPEATS = 5  # passes of the vectorised grid (the median is reported)
 QUESTIONS_FILE = paths.QUESTIONS / "sources" / "gitaverse" / "gitaverse_dev.jsonl"
 STAGES = ("plan", "embed", "lanes", "fetch", "rerank", "cut")
@@ -76,11 +79,11 @@ class Sizes:
 
     ingest_frags: int
     questions: int
-    ingest_rounds: int = 2
+    ingest_rounds: int = 5  # interleaved (raw, ingest) pairs
 
 
 FULL = Sizes(ingest_frags=600, questions=200)
-QUICK = Sizes(ingest_frags=150, questions=40)
+QUICK = Sizes(ingest_frags=150, questions=40, ingest_rounds=3)
 
 
 # ---------------------------------------------------------------- small helpers
@@ -187,33 +190,72 @@ def _ingest_once(
     return _IngestRun(seconds, watch.seconds, report.written, cached.misses)
 
 
+def _spread(values: Sequence[float]) -> dict[str, float]:
+    """min / q1 / median / q3 / max and the IQR (q3 − q1) of some numbers."""
+    q = np.percentile(np.asarray(values, dtype=float), [0, 25, 50, 75, 100])
+    keys = ("min", "q1", "median", "q3", "max")
+    return {**{k: float(v) for k, v in zip(keys, q, strict=True)}, "iqr": float(q[3] - q[1])}
+
+
+def ingest_verdict(ratios: Sequence[float], goal: float = GOALS["ingest_over_raw"]) -> str:
+    """Why the per-pair ingest/raw ratios cannot decide the goal, or "" when they can: too few
+    pairs, an IQR wider than MAX_IQR_SHARE of the median, or a min–max range crossing the goal."""
+    if len(ratios) < 2:
+        return "one pair only: no spread to judge"
+    s = _spread(ratios)
+    if s["iqr"] > MAX_IQR_SHARE * s["median"]:
+        return f"ratio IQR {s['iqr']:.3g} > {MAX_IQR_SHARE:.0%} of median {s['median']:.3g}"
+    if s["min"] < goal <= s["max"]:
+        return f"ratio range {s['min']:.3g}–{s['max']:.3g} crosses the goal {goal:g}"
+    return ""
+
+
 def bench_ingest(
-    server_url: str, frags: Sequence[Fragment], model: Embedder, tmp: Path, rounds: int = 2
+    server_url: str, frags: Sequence[Fragment], model: Embedder, tmp: Path, rounds: int = 5
 ) -> dict[str, Any]:
-    """Raw `embed_passages` throughput vs a full ingest (fresh database, fresh embedding cache) on
-    the same fragments. Raw runs bracket every ingest run; the ratio compares the best of each, the
-    estimate least disturbed by whatever else the machine is doing. The embedder's share of each
-    ingest's own wall time is a second estimate, immune to drift between runs."""
+    """Raw `embed_passages` throughput vs a full ingest on the same fragments, as `rounds`
+    interleaved pairs (raw, ingest, raw, ingest, ...). Every ingest goes to a fresh database with
+    a fresh embedding cache, so it really embeds; the raw side calls the uncached embedder. Each
+    pair's ratio compares two runs made back to back, so drift in machine load between pairs
+    cancels; the headline is the median of the per-pair ratios, reported with its spread, and
+    `inconclusive_because` says when that spread is too wide to decide the goal. The embedder's
+    share of each ingest's own wall time is a second estimate, immune to drift between runs."""
     texts = [f.text for f in frags]
     model.embed_passages(texts[:8])  # warm-up: first-call costs are not throughput
-    raw = [_timed(lambda: model.embed_passages(texts))[1]]
+    raw: list[float] = []
     runs: list[_IngestRun] = []
     for r in range(rounds):
-        runs.append(_ingest_once(server_url, frags, model, tmp / f"emb{r}.sqlite", f"ingest{r}"))
         raw.append(_timed(lambda: model.embed_passages(texts))[1])
+        runs.append(_ingest_once(server_url, frags, model, tmp / f"emb{r}.sqlite", f"ingest{r}"))
     n, ing = len(texts), [r.seconds for r in runs]
+    ratios = [a / b for a, b in zip(raw, ing, strict=True)]
+    raw_rates, ing_rates = [n / s for s in raw], [n / s for s in ing]
+    ratio_s, raw_s, ing_s = _spread(ratios), _spread(raw_rates), _spread(ing_rates)
+    why = ingest_verdict(ratios)
+    shares = [r.model_seconds / r.seconds for r in runs]
     return {
         "fragments": n,
         "rounds": rounds,
+        "pairs": rounds,
         "written": runs[-1].written,
         "embedded_by_ingest": runs[-1].embedded,
-        "raw_frag_per_s": n / min(raw),
-        "raw_frag_per_s_runs": [n / s for s in raw],
-        "ingest_frag_per_s": n / min(ing),
-        "ingest_frag_per_s_runs": [n / s for s in ing],
-        "ingest_over_raw": min(raw) / min(ing),
+        "embedded_by_ingest_runs": [r.embedded for r in runs],
+        "raw_frag_per_s": raw_s["median"],
+        "raw_frag_per_s_runs": raw_rates,
+        "raw_frag_per_s_spread": raw_s,
+        "ingest_frag_per_s": ing_s["median"],
+        "ingest_frag_per_s_runs": ing_rates,
+        "ingest_frag_per_s_spread": ing_s,
+        "ingest_over_raw": ratio_s["median"],
+        "ingest_over_raw_pairs": ratios,
+        "ingest_over_raw_spread": ratio_s,
+        "ingest_over_raw_iqr_share": _ratio(ratio_s["iqr"], ratio_s["median"]),
+        "ingest_over_raw_best": min(raw) / min(ing),
         "ingest_over_raw_mean": float(np.mean(raw) / np.mean(ing)),
-        "embedder_share_of_ingest": max(r.model_seconds / r.seconds for r in runs),
+        "conclusive": not why,
+        "inconclusive_because": why,
+        "embedder_share_of_ingest": max(shares),
+        "embedder_share_of_ingest_median": float(np.median(shares)),
     }
 
 
@@ -617,6 +659,13 @@ def goals(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
         k: {"value": v, "goal": GOALS[k], "met": bool(v >= GOALS[k]), "note": ""}
         for k, v in values.items()
     }
+    for g in out.values():
+        g["verdict"] = "yes" if g["met"] else "no"
+    why = res["ingest"].get("inconclusive_because", "")
+    if why:  # the spread decides nothing: neither yes nor no
+        out["ingest_over_raw"].update(met=None, verdict="inconclusive", note=why)
+    else:
+        out["ingest_over_raw"]["note"] = "median of interleaved pairs"
     ann = {g: s for g, s in res["recall"]["groups"].items() if s["hnsw_index_scans"] < s["queries"]}
     if ann:
         out["recall_at_16"]["note"] = f"exact scans, not HNSW, in: {', '.join(ann)}"
@@ -653,20 +702,45 @@ def _runs(values: Sequence[float]) -> str:
     return " / ".join(f"{v:.1f}" for v in values)
 
 
+def _verdict(goal: dict[str, Any]) -> str:
+    """yes / NO / inconclusive for a goal row (older results have no "verdict")."""
+    if goal.get("verdict") == "inconclusive" or goal["met"] is None:
+        return "inconclusive"
+    return _fmt(bool(goal["met"]))
+
+
+def _spread_cell(s: dict[str, float]) -> str:
+    return f"{s['min']:.3g}–{s['max']:.3g} (IQR {s['q1']:.3g}–{s['q3']:.3g})"
+
+
 def _ingest_table(res: dict[str, Any]) -> str:
     i = res["ingest"]
+    verdict = i["inconclusive_because"] or "conclusive"
     return _table(
         f"1. Ingest vs raw embedder ({i['fragments']} gita fragments, fresh cache, "
-        f"{i['rounds']} ingest rounds bracketed by raw runs)",
+        f"{i['pairs']} interleaved pairs: raw, ingest, raw, ingest, ...)",
         ["measure", "value"],
         [
-            ["raw embed_passages, frag/s (best)", i["raw_frag_per_s"]],
+            ["raw embed_passages, frag/s (median)", i["raw_frag_per_s"]],
             ["  every raw run, frag/s", _runs(i["raw_frag_per_s_runs"])],
-            ["ingest (embed + write), frag/s (best)", i["ingest_frag_per_s"]],
+            ["  raw spread, frag/s: min–max (IQR)", _spread_cell(i["raw_frag_per_s_spread"])],
+            ["ingest (embed + write), frag/s (median)", i["ingest_frag_per_s"]],
             ["  every ingest run, frag/s", _runs(i["ingest_frag_per_s_runs"])],
-            ["ingest / raw (best of each)", i["ingest_over_raw"]],
-            ["ingest / raw (means)", i["ingest_over_raw_mean"]],
-            ["embedder's share of ingest wall time (best run)", i["embedder_share_of_ingest"]],
+            [
+                "  ingest spread, frag/s: min–max (IQR)",
+                _spread_cell(i["ingest_frag_per_s_spread"]),
+            ],
+            ["ingest / raw (median of per-pair ratios)", i["ingest_over_raw"]],
+            ["  every pair's ratio", " / ".join(f"{v:.3f}" for v in i["ingest_over_raw_pairs"])],
+            ["  ratio spread: min–max (IQR)", _spread_cell(i["ingest_over_raw_spread"])],
+            ["  ratio IQR / median", i["ingest_over_raw_iqr_share"]],
+            ["  verdict", verdict],
+            ["ingest / raw (best of each, for comparison)", i["ingest_over_raw_best"]],
+            ["ingest / raw (means, for comparison)", i["ingest_over_raw_mean"]],
+            [
+                "embedder's share of ingest wall time (median run)",
+                i["embedder_share_of_ingest_median"],
+            ],
         ],
     )
 
@@ -809,7 +883,7 @@ def render(res: dict[str, Any]) -> str:
             "Goals (ratios measured in this run; vectorised replay, pack included, against the warm "
             "retrieve)",
             ["ratio", "value", "goal", "met", "note"],
-            [[k, g["value"], g["goal"], g["met"], g["note"]] for k, g in res["goals"].items()],
+            [[k, g["value"], g["goal"], _verdict(g), g["note"]] for k, g in res["goals"].items()],
         ),
     ]
     return "\n".join(parts) + f"\n\nbench took {res['elapsed_s']:.1f} s\n"
