@@ -26,6 +26,14 @@ def test_slope_of_a_power_law() -> None:
     assert scale_bench.slope([1e3, 1e4, 1e5], [1.0, 10.0, 100.0]) == pytest.approx(1.0)
 
 
+def test_predicted_wall_grows_at_least_linearly() -> None:
+    done = [scale_bench.SizeResult(1_000, 1.0, 1.0, wall_s=2.0)]
+    assert scale_bench.predicted_wall([], 10_000) == 0.0
+    assert scale_bench.predicted_wall(done, 10_000) == pytest.approx(20.0)
+    done.append(scale_bench.SizeResult(10_000, 1.0, 1.0, wall_s=200.0))  # slope 2
+    assert scale_bench.predicted_wall(done, 100_000) == pytest.approx(20_000.0)
+
+
 def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path) -> None:
     rep = scale_bench.run(scale_bench.ScaleSettings(sizes=(1_000, 2_000), queries=8), tmp_path)
     assert [r["size"] for r in rep["sizes"]] == [1_000, 2_000] and rep["not_run"] == []

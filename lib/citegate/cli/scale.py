@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--budget-min",
         type=float,
         default=45.0,
-        help="no new size starts after this many minutes; the rest are extrapolated",
+        help="a size predicted to overrun this many minutes is not run; its build is extrapolated",
     )
     p.add_argument("--out", type=Path, default=None, help="output dir (default var/bench/scale)")
     p.set_defaults(func=cmd_bench_scale)
