@@ -9,7 +9,9 @@ import pytest
 import yaml
 
 from citegate.core.config import (
+    COLLECTION_KEYS,
     DESIGN,
+    LANGUAGES,
     PRODUCTION,
     PipelineConfig,
     load_config,
@@ -20,6 +22,10 @@ from citegate.core.config import (
     save_config,
 )
 from citegate.core.errors import ConfigError
+from citegate.core.text import script_language
+
+DIGEST = "ab" * 32
+RU = {"sufficient_score": 0.80, "good_enough_score": 0.82, "bail_out_score": 0.75}
 
 
 def test_defaults_are_the_design_numbers() -> None:
@@ -127,3 +133,114 @@ def test_resolve_puts_the_overrides_on_the_named_base() -> None:
         resolve("design", {"pre_flor": 0.3})
     with pytest.raises(ConfigError, match="cannot read the config file"):
         resolve("nowhere.yaml")
+
+
+# ---------------------------------------------------------------- learned gate, per-language thresholds
+
+
+def test_production_without_the_new_fields_loads_with_their_empty_defaults() -> None:
+    doc = yaml.safe_load(PRODUCTION.read_text(encoding="utf-8"))
+    assert not {"gate_model", "gate_model_digest", "language_thresholds"} & set(doc["pipeline"])
+    prod = production()
+    assert (prod.gate_model, prod.gate_model_digest, prod.language_thresholds) == ("", "", {})
+    assert (
+        prod.thresholds("ru")
+        == prod.thresholds(None)
+        == {
+            "sufficient_score": doc["pipeline"]["sufficient_score"],
+            "good_enough_score": doc["pipeline"]["good_enough_score"],
+            "bail_out_score": doc["pipeline"]["bail_out_score"],
+        }
+    )
+
+
+def test_language_thresholds_override_only_their_language(tmp_path: Path) -> None:
+    c = PipelineConfig(
+        sufficient_score=0.88, good_enough_score=0.89, bail_out_score=0.82,
+        language_thresholds={"ru": {"sufficient_score": 0.80, "bail_out_score": 0.75}},
+    )  # fmt: skip
+    assert c.thresholds("ru") == {
+        "sufficient_score": 0.80,
+        "good_enough_score": 0.89,
+        "bail_out_score": 0.75,
+    }
+    assert c.thresholds("en") == c.thresholds("hi") == c.thresholds(None) == c.thresholds("xx")
+    assert c.thresholds("en")["sufficient_score"] == 0.88
+
+
+def test_new_fields_round_trip_through_yaml_replace_and_resolve(tmp_path: Path) -> None:
+    c = PipelineConfig(
+        gate="learned",
+        gate_model="gate_models/abababababab.json",
+        gate_model_digest=DIGEST,
+        language_thresholds={"ru": {"bail_out_score": 0.3, "sufficient_score": 0.5}},
+    )
+    save_config(c, tmp_path / "c.yaml")
+    back = load_config(tmp_path / "c.yaml")
+    assert back == c and back.to_dict() == c.to_dict()
+    # canonical order: inner keys as LANGUAGE_THRESHOLD_KEYS, values floats
+    assert list(back.to_dict()["language_thresholds"]["ru"]) == [
+        "sufficient_score",
+        "bail_out_score",
+    ]
+    assert DESIGN.replace(**c.to_dict()) == c
+    assert named(str(tmp_path / "c.yaml")).config == c
+    assert resolve(str(tmp_path / "c.yaml"), {"language_thresholds": {}}).language_thresholds == {}
+    assert PipelineConfig.from_dict({"language_thresholds": None}) == DESIGN
+    ints = PipelineConfig.from_dict({"language_thresholds": {"en": {"sufficient_score": 1}}})
+    assert ints.language_thresholds == {"en": {"sufficient_score": 1.0}}
+
+
+def test_new_fields_are_replay_only_and_hashable() -> None:
+    c = production()
+    d = c.replace(language_thresholds={"ru": RU}, gate_model="m.json", gate_model_digest=DIGEST)
+    assert d.collection_key() == c.collection_key()
+    assert not {"gate_model", "gate_model_digest", "language_thresholds"} & set(COLLECTION_KEYS)
+    ru_only = c.replace(language_thresholds={"ru": RU})
+    assert ru_only != c and hash(ru_only) == hash(c)  # the dict is left out of the hash only
+    assert {d: 1}[DESIGN.replace(**d.to_dict())] == 1
+
+
+def test_known_languages_are_what_script_language_tells() -> None:
+    assert {script_language(t) for t in ("What is yoga?", "Что такое йога?", "योग क्या है?")} == set(
+        LANGUAGES
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"gate": "learnt"}, "gate must be one of coverage, two_scale, learned"),
+        ({"gate": "learned", "gate_model_digest": DIGEST}, "needs gate_model "),
+        ({"gate": "learned", "gate_model": "m.json"}, "needs gate_model_digest"),
+        (
+            {
+                "gate": "learned",
+                "gate_model": "m.json",
+                "gate_model_digest": DIGEST,
+                "arm": "rrf_hybrid",
+            },
+            "learned gate needs the production arm",
+        ),  # fmt: skip
+        ({"gate_model_digest": "ABC"}, "sha256 hex digest"),
+        ({"gate_model": 3}, "gate_model must be a string"),
+        ({"language_thresholds": [0.8]}, "language_thresholds must be a mapping"),
+        ({"language_thresholds": {"de": {}}}, "unknown language 'de'"),
+        ({"language_thresholds": {"ru": 0.8}}, r"language_thresholds\.ru must be a mapping"),
+        ({"language_thresholds": {"ru": {"sufficient": 0.8}}}, "unknown key 'sufficient'"),
+        (
+            {"language_thresholds": {"ru": {"sufficient_score": 1.2}}},
+            r"ru\.sufficient_score must be in",
+        ),
+        ({"language_thresholds": {"ru": {"bail_out_score": True}}}, "must be a number"),
+        ({"language_thresholds": {"ru": {"bail_out_score": 0.6}}}, "ru: bail_out_score must not"),
+    ],
+)
+def test_bad_gate_and_language_values_are_clear_errors(data: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        PipelineConfig.from_dict(data)
+
+
+def test_a_stale_model_file_does_not_block_switching_the_gate_back() -> None:
+    learned = PipelineConfig(gate="learned", gate_model="m.json", gate_model_digest=DIGEST)
+    assert learned.replace(gate="coverage").gate_model == "m.json"  # ignored unless learned

