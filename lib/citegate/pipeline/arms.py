@@ -21,7 +21,7 @@ from citegate.core.types import (
     RoundResult,
     Stage,
 )
-from citegate.pipeline.gate import lecture_count, max_score, verdict
+from citegate.pipeline.gate import lecture_count, max_score, question_language, verdict
 
 
 def fusion_scores(pool: Sequence[Candidate], cfg: PipelineConfig) -> dict[int, float]:
@@ -98,7 +98,7 @@ def rrf_replay(trace: RetrievalTrace, cfg: PipelineConfig) -> RetrievalResult:
     if cfg.gate == "two_scale":
         gate, _ = two_scale_verdict(notes, fused, cfg, reranked)
     else:
-        gate = verdict(notes, cfg)
+        gate = verdict(notes, cfg, question_language(trace.question))
     decision = gate.retrieval_decision
     return RetrievalResult(
         tuple(notes), decision, (RoundResult(1, tuple(notes), stage, gate),), trace

@@ -1,7 +1,10 @@
 """The coverage gate: plain comparisons on `max_score` = the max COSINE of the ranked set.
 
 Never the rerank score: rerank scores are relative to one question and carry no absolute meaning.
-The verdict type (`GateVerdict`, with its `GateDecision`) lives in `citegate.core.types`.
+The thresholds are the config's, or its `language_thresholds` entry for the question's language
+(`question_language`: cosine is not comparable across languages, e.g. Russian questions against
+English translations score lower). The verdict type (`GateVerdict`, with its `GateDecision`) lives
+in `citegate.core.types`.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from citegate.core.config import PipelineConfig
+from citegate.core.text import script_language
 from citegate.core.types import GateVerdict
 
 
@@ -30,31 +34,54 @@ def lecture_count(notes: Sequence[Scored]) -> int:
     return sum(1 for n in notes if n.kind == "track_transcript")
 
 
-def is_coverage_sufficient(notes: Sequence[Scored], cfg: PipelineConfig) -> bool:
-    """max ≥ sufficient_score and at least `sufficient_lectures` lecture chunks."""
+def question_language(question: str) -> str:
+    """The language whose thresholds the gate applies to a question: `script_language` (en, hi, ru,
+    the `citegate.core.config.LANGUAGES`), read from the question text alone, so a cached trace
+    (which stores its question) needs nothing new."""
+    return script_language(question)
+
+
+def is_coverage_sufficient(
+    notes: Sequence[Scored], cfg: PipelineConfig, language: str | None = None
+) -> bool:
+    """max ≥ sufficient_score (of `language`) and at least `sufficient_lectures` lecture chunks."""
     return (
-        max_score(notes) >= cfg.sufficient_score and lecture_count(notes) >= cfg.sufficient_lectures
+        max_score(notes) >= cfg.thresholds(language)["sufficient_score"]
+        and lecture_count(notes) >= cfg.sufficient_lectures
     )
 
 
-def is_coverage_good_enough(notes: Sequence[Scored], cfg: PipelineConfig) -> bool:
-    """Sufficient, or max ≥ good_enough_score: stop fanning out."""
-    return is_coverage_sufficient(notes, cfg) or max_score(notes) >= cfg.good_enough_score
+def is_coverage_good_enough(
+    notes: Sequence[Scored], cfg: PipelineConfig, language: str | None = None
+) -> bool:
+    """Sufficient, or max ≥ good_enough_score (of `language`): stop fanning out."""
+    return (
+        is_coverage_sufficient(notes, cfg, language)
+        or max_score(notes) >= cfg.thresholds(language)["good_enough_score"]
+    )
 
 
-def should_bail_out(notes: Sequence[Scored], cfg: PipelineConfig) -> bool:
-    """max < bail_out_score: the corpus does not cover the question."""
-    return max_score(notes) < cfg.bail_out_score
+def should_bail_out(
+    notes: Sequence[Scored], cfg: PipelineConfig, language: str | None = None
+) -> bool:
+    """max < bail_out_score (of `language`): the corpus does not cover the question."""
+    return max_score(notes) < cfg.thresholds(language)["bail_out_score"]
 
 
-def verdict(notes: Sequence[Scored], cfg: PipelineConfig) -> GateVerdict:
-    """Evaluate every gate function on one round's notes."""
+def verdict(
+    notes: Sequence[Scored], cfg: PipelineConfig, language: str | None = None
+) -> GateVerdict:
+    """Evaluate every gate function on one round's notes, with the thresholds of `language`
+    (None, or a language without an entry in `cfg.language_thresholds`: the global ones)."""
+    top, lectures = max_score(notes), lecture_count(notes)
+    t = cfg.thresholds(language)
+    sufficient = top >= t["sufficient_score"] and lectures >= cfg.sufficient_lectures
     return GateVerdict(
-        max_score(notes),
-        lecture_count(notes),
-        is_coverage_sufficient(notes, cfg),
-        is_coverage_good_enough(notes, cfg),
-        should_bail_out(notes, cfg),
+        top,
+        lectures,
+        sufficient,
+        sufficient or top >= t["good_enough_score"],
+        top < t["bail_out_score"],
     )
 
 
@@ -64,6 +91,7 @@ __all__ = [
     "is_coverage_sufficient",
     "lecture_count",
     "max_score",
+    "question_language",
     "should_bail_out",
     "verdict",
 ]

@@ -43,7 +43,7 @@ from citegate.pipeline.cut import (
     text_signature,
     top_k,
 )
-from citegate.pipeline.gate import verdict
+from citegate.pipeline.gate import question_language, verdict
 from citegate.pipeline.plan import OfflinePlanner, Planner, clean_question, keywords
 
 # Bump when lanes or collection change what a trace holds: cached traces are keyed on it.
@@ -51,7 +51,9 @@ RETRIEVAL_VERSION = "3"
 
 
 def replay(trace: RetrievalTrace, cfg: PipelineConfig) -> RetrievalResult:
-    """The result `retrieve` gives under `cfg`, computed from the trace alone."""
+    """The result `retrieve` gives under `cfg`, computed from the trace alone. The gate applies
+    the thresholds of the question's language (`gate.question_language(trace.question)`). A
+    learned gate replays like the coverage gate here (its rounds decide the fanout)."""
     mismatch = {
         k: (trace.collection.get(k), v)
         for k, v in cfg.collection_key().items()
@@ -63,12 +65,13 @@ def replay(trace: RetrievalTrace, cfg: PipelineConfig) -> RetrievalResult:
         raise ConfigError("cannot replay more fanout rounds than the trace collected")
     if cfg.arm == "rrf_hybrid":
         return rrf_replay(trace, cfg)
+    language = question_language(trace.question)
     rounds: list[RoundResult] = []
     for r in range(1, cfg.max_fanout_rounds + 1):
         notes, stage = cut([c for c in trace.candidates if c.round <= r], cfg)
         later = (c for c in trace.candidates if c.round > r)
         stage.update((c.fragment_id, Stage.UNUSED_LATER_ROUND) for c in later)
-        rounds.append(RoundResult(r, tuple(notes), stage, verdict(notes, cfg)))
+        rounds.append(RoundResult(r, tuple(notes), stage, verdict(notes, cfg, language)))
         if rounds[-1].gate.decision != GateDecision.BETWEEN:
             break
     decision = rounds[-1].gate.retrieval_decision
