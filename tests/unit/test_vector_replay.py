@@ -1,5 +1,6 @@
-"""Vectorised replay equals the scalar `replay`, question by question, over random configs and
-synthetic traces (a seeded generator loop: hypothesis is not a project dependency)."""
+"""Vectorised replay equals the scalar `replay`, question by question, over random configs (random
+per-language thresholds included) and synthetic traces in English, Russian and Hindi (a seeded
+generator loop: hypothesis is not a project dependency)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import random
 import pytest
 from conftest import make_candidate
 
-from citegate.core.config import PipelineConfig
+from citegate.core.config import LANGUAGES, PipelineConfig
 from citegate.core.errors import ConfigError
 from citegate.core.types import Candidate, QueryPlan, RetrievalTrace
 from citegate.corpus.questions import Question, QuestionSet
@@ -26,6 +27,8 @@ LANES = (
     ("dense:library@r2", "lexical@r2"),
 )
 N_CONFIGS = 600
+QUESTIONS = ("What is yoga?", "Что такое йога?", "योग क्या है?", "q")
+THRESHOLDS = (0.0, 0.3, 0.5, 0.55, 0.7, 1.0)
 
 
 def random_candidate(rng: random.Random, fid: int) -> Candidate:
@@ -57,12 +60,38 @@ def random_trace(rng: random.Random, base: PipelineConfig) -> RetrievalTrace:
     ids = rng.sample(range(1, 10_000), n)
     cands = [random_candidate(rng, i) for i in ids]
     cands.sort(key=lambda c: (c.round, -c.score, c.fragment_id))
-    plan = QueryPlan("q", (), "offline")
-    return RetrievalTrace("q", plan, base.collection_key(), base.embedder, base.reranker, cands)
+    question = rng.choice(QUESTIONS)
+    plan = QueryPlan(question, (), "offline")
+    return RetrievalTrace(
+        question, plan, base.collection_key(), base.embedder, base.reranker, cands
+    )
+
+
+def random_language_thresholds(
+    rng: random.Random, sufficient: float, bail: float
+) -> dict[str, dict[str, float]]:
+    """Overrides for a random subset of languages and keys, valid (bail ≤ sufficient per language)."""
+    out: dict[str, dict[str, float]] = {}
+    for lang in LANGUAGES:
+        if rng.random() < 0.4:
+            continue
+        over: dict[str, float] = {}
+        if rng.random() < 0.6:
+            over["sufficient_score"] = rng.choice((*THRESHOLDS, round(rng.random(), 2)))
+        if rng.random() < 0.5:
+            over["good_enough_score"] = rng.choice((*THRESHOLDS, round(rng.random(), 2)))
+        suff = over.get("sufficient_score", sufficient)
+        if rng.random() < 0.6:
+            over["bail_out_score"] = round(rng.uniform(0.0, suff), 2)
+        elif bail > suff:
+            over["bail_out_score"] = suff
+        out[lang] = over
+    return out
 
 
 def random_config(rng: random.Random, base: PipelineConfig) -> PipelineConfig:
-    sufficient = rng.choice((0.0, 0.3, 0.5, 0.55, 0.7, 1.0))
+    sufficient = rng.choice(THRESHOLDS)
+    bail = round(rng.uniform(0.0, sufficient), 2)
     return base.replace(
         pre_floor=rng.choice((0.0, 0.1, 0.18, 0.3, 0.45, 0.6, round(rng.random(), 2))),
         cap=rng.choice((1, 2, 5, 10, 20, 60)),
@@ -74,15 +103,18 @@ def random_config(rng: random.Random, base: PipelineConfig) -> PipelineConfig:
         sufficient_score=sufficient,
         sufficient_lectures=rng.randrange(0, 4),
         good_enough_score=rng.choice((0.5, 0.6, 0.65, 0.8, 1.0)),
-        bail_out_score=round(rng.uniform(0.0, sufficient), 2),
+        bail_out_score=bail,
         max_fanout_rounds=rng.choice((1, 2, 2)),
+        language_thresholds=(
+            random_language_thresholds(rng, sufficient, bail) if rng.random() < 0.7 else {}
+        ),
     )
 
 
 def test_vectorised_equals_scalar_over_random_configs() -> None:
     rng = random.Random(16)
     base = PipelineConfig()
-    checked = 0
+    checked = overridden = 0
     for _ in range(N_CONFIGS // 20):
         traces = [random_trace(rng, base) for _ in range(rng.choice((1, 5, 20)))]
         packed = pack(traces)
@@ -97,7 +129,10 @@ def test_vectorised_equals_scalar_over_random_configs() -> None:
                 assert v.rounds == len(want.rounds)
                 assert res == want, cfg
                 checked += 1
+                plain = replay(t, cfg.replace(language_thresholds={}))
+                overridden += plain.decision != want.decision
     assert checked >= N_CONFIGS
+    assert overridden >= 20  # the per-language thresholds did change decisions
 
 
 def test_unpacked_traces_and_empty_sets() -> None:

@@ -12,7 +12,9 @@ cosine, then id) and the rerank rank order (`Candidate.rank_key`) as two global 
 by question first, the kind groups, and which candidates could ever be deduplicated against another.
 A config then costs: masks for the round and the pre-floor, a segmented running count in cap order
 (the cap), one in rank order (top-k), two more for the verse and library reserves (with their
-floor), a segmented max for the gate. The notes are then simply the selected candidates in rank
+floor), a segmented max for the gate, whose thresholds are per-question arrays (the config's, or
+its `language_thresholds` entry for the question's language, told once at pack time by
+`gate.question_language`, as the scalar replay does). The notes are then simply the selected candidates in rank
 order (the reserves come from below the top k, so top-then-reserves *is* rank order). Dedup is
 greedy and sequential ("keep a note unless it repeats the text of, or overlaps, an earlier kept
 one"); the pack lists the only candidate pairs that can ever conflict (same text digest, or
@@ -47,7 +49,7 @@ from citegate.core.types import (
     Stage,
 )
 from citegate.pipeline.cut import text_signature
-from citegate.pipeline.gate import verdict
+from citegate.pipeline.gate import question_language, verdict
 from citegate.pipeline.retrieve import replay
 
 TRANSCRIPT = "track_transcript"
@@ -86,6 +88,7 @@ class PackedTraces:
     fid_r: np.ndarray
     pairs: _Pairs  # candidate pairs dedup could ever compare and drop, in rank-order indices
     collections: tuple[tuple[dict[str, Any], tuple[int, ...]], ...]  # distinct, and who has it
+    languages: np.ndarray  # each question's gate language (`gate.question_language`)
 
     @property
     def size(self) -> int:
@@ -135,6 +138,7 @@ def pack(traces: Sequence[RetrievalTrace]) -> PackedTraces:
         fid_r=fid[rank_perm],
         pairs=_pairs(cands, seg, rank_perm),
         collections=_collections(traces),
+        languages=np.array([question_language(t.question) for t in traces], dtype=object),
     )
 
 
@@ -353,11 +357,27 @@ def _dedup(p: PackedTraces, sel: np.ndarray, min_overlap: float, todo: np.ndarra
     return sel & ~dropped
 
 
-def _decisions(r: _Round, cfg: PipelineConfig) -> tuple[np.ndarray, np.ndarray]:
-    """(between, decision code) per question: code 0 answer, 1 insufficient, 2 weak."""
-    sufficient = (r.max_score >= cfg.sufficient_score) & (r.lectures >= cfg.sufficient_lectures)
-    good = sufficient | (r.max_score >= cfg.good_enough_score)
-    bail = r.max_score < cfg.bail_out_score
+def _thresholds(p: PackedTraces, cfg: PipelineConfig) -> dict[str, np.ndarray]:
+    """Each coverage threshold as a per-question array: `cfg.thresholds(language)` of each
+    question's language (the global values where the config has no entry for it)."""
+    base = cfg.thresholds(None)
+    out = {k: np.full(p.size, v, dtype=np.float64) for k, v in base.items()}
+    for lang in cfg.language_thresholds:
+        rows = p.languages == lang
+        if rows.any():
+            for k, v in cfg.thresholds(lang).items():
+                out[k][rows] = v
+    return out
+
+
+def _decisions(
+    r: _Round, cfg: PipelineConfig, t: dict[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(between, decision code) per question: code 0 answer, 1 insufficient, 2 weak; `t`: the
+    per-question thresholds (`_thresholds`)."""
+    sufficient = (r.max_score >= t["sufficient_score"]) & (r.lectures >= cfg.sufficient_lectures)
+    good = sufficient | (r.max_score >= t["good_enough_score"])
+    bail = r.max_score < t["bail_out_score"]
     code = np.where(good, 0, np.where(bail, 1, 2))
     return code == 2, code
 
@@ -391,12 +411,13 @@ def _norm(v: Any) -> Any:
 def _rounds(p: PackedTraces, cfg: PipelineConfig) -> tuple[list[_Round], np.ndarray, np.ndarray]:
     """The rounds run, whether each question went to round two, and its final decision codes."""
     everyone = np.ones(p.size, dtype=bool)
+    thresholds = _thresholds(p, cfg)
     first = _cut_round(p, cfg, 1, everyone)
-    between, code = _decisions(first, cfg)
+    between, code = _decisions(first, cfg, thresholds)
     if cfg.max_fanout_rounds < 2 or not between.any():
         return [first], np.zeros(p.size, dtype=bool), code
     second = _cut_round(p, cfg, 2, between)
-    _, code2 = _decisions(second, cfg)
+    _, code2 = _decisions(second, cfg, thresholds)
     return [first, second], between, np.where(between, code2, code)
 
 
@@ -494,7 +515,7 @@ def _round_result(
     stage = {
         c.fragment_id: _STAGES[k] for c, k in zip(t.candidates, codes[lo:hi].tolist(), strict=True)
     }
-    return RoundResult(rnd, notes, stage, verdict(notes, cfg))
+    return RoundResult(rnd, notes, stage, verdict(notes, cfg, p.languages[q]))
 
 
 __all__ = [
