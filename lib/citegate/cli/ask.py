@@ -3,7 +3,10 @@
 It answers with the production config (`experiments/production.yaml`, what `citegate promote`
 wrote) unless told otherwise: `--config PATH` names another file, `--design` the design numbers
 (`core.config.DESIGN`). The config used is printed first (in `--json`, under "config": source,
-version, source run). The question is checked first (`plan.clean_question`: no empty, symbol-only
+version, source run), then which gate decided and why (in `--json`, under "gate": kind, reason,
+signal, threshold, language). A learned gate's model file is the one the config names, relative to
+the config file's folder (`experiments/gate_models/…` for production), checked against its digest
+before anything loads. The question is checked first (`plan.clean_question`: no empty, symbol-only
 or NUL-byte questions). With `--answer`, a model call that fails (server down, HTTP error) is
 reported as a model error and the command exits 2 (`ModelFailure`), never as an insufficient corpus.
 """
@@ -11,9 +14,12 @@ reported as a model error and the command exits 2 (`ModelFailure`), never as an 
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
+from pathlib import Path
 
-from citegate.core.config import NamedConfig, named
+from citegate.core.config import PRODUCTION, NamedConfig, named
 from citegate.core.errors import ModelFailure
+from citegate.core.types import RetrievalResult
 from citegate.models.embed import Embedder, default_embedder
 from citegate.models.rerank import make_reranker
 from citegate.pipeline.fallback import answer_turn, chat_client
@@ -21,12 +27,21 @@ from citegate.pipeline.plan import clean_question, make_planner
 from citegate.pipeline.render import dumps, render_text, render_turn, result_dict, turn_dict
 from citegate.pipeline.retrieve import retrieve
 from citegate.store.db import connect
+from citegate.store.production import gate_model_path, load_gate
 
 
 def chosen_config(args: argparse.Namespace) -> NamedConfig:
     """The config `ask` answers with: `--design`, `--config PATH`, else production (a bad file
-    is refused here, before any model loads)."""
-    return named("design" if args.design else args.config or "production")
+    is refused here, before any model loads, as is a learned gate whose model file is missing,
+    altered or unusable: its path is made absolute, so every retrieval of the call finds it)."""
+    choice = named("design" if args.design else args.config or "production")
+    cfg = choice.config
+    if cfg.gate != "learned":
+        return choice
+    folder = PRODUCTION.parent if choice.source == "production" else Path(choice.source).parent
+    cfg = cfg.replace(gate_model=str(gate_model_path(cfg, folder).resolve()))
+    load_gate(cfg)
+    return NamedConfig(cfg, choice.source, choice.version, choice.source_run)
 
 
 def for_this_call(choice: NamedConfig, args: argparse.Namespace, embedder_id: str) -> NamedConfig:
@@ -54,12 +69,12 @@ def cmd_answer(args: argparse.Namespace, choice: NamedConfig, emb: Embedder) -> 
         )  # fmt: skip
     assert turn.retrieval is not None
     if args.json:
-        data = result_dict(turn.retrieval, args.trace)
+        data = result_json(turn.retrieval, args.trace)
         print(dumps({**data, "config": choice.describe(), "turn": turn_dict(turn)}))
     else:
         print(
             f"config: {choice.label()}\n"
-            + render_text(turn.retrieval, args.trace)
+            + result_text(turn.retrieval, args.trace)
             + "\n\n"
             + render_turn(turn)
         )
@@ -83,10 +98,28 @@ def cmd_ask(args: argparse.Namespace) -> int:
             conn, args.question, cfg, emb, make_reranker(cfg.reranker), make_planner(cfg.planner)
         )
     if args.json:
-        print(dumps({**result_dict(res, args.trace), "config": choice.describe()}))
+        print(dumps({**result_json(res, args.trace), "config": choice.describe()}))
     else:
-        print(f"config: {choice.label()}\n" + render_text(res, args.trace))
+        print(f"config: {choice.label()}\n" + result_text(res, args.trace))
     return 0
+
+
+def gate_line(res: RetrievalResult) -> str:
+    """ "gate: <kind>: <reason>", the line saying which gate decided and why."""
+    by = res.decided_by
+    return f"gate: {by.kind}: {by.reason}" if by is not None else "gate: (not recorded)"
+
+
+def result_text(res: RetrievalResult, show_trace: bool) -> str:
+    """`render_text` with the gate line after the decision line."""
+    lines = render_text(res, show_trace).split("\n")
+    return "\n".join([*lines[:2], gate_line(res), *lines[2:]])
+
+
+def result_json(res: RetrievalResult, show_trace: bool) -> dict[str, object]:
+    """`result_dict` with "gate": which gate decided and why (None when not recorded)."""
+    by = res.decided_by
+    return {**result_dict(res, show_trace), "gate": asdict(by) if by is not None else None}
 
 
 def register(sub: argparse._SubParsersAction) -> None:

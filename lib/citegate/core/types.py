@@ -205,6 +205,28 @@ _RETRIEVAL_DECISIONS = {
 }
 
 
+class GateKind(StrEnum):
+    """Which gate made a retrieval's final decision (the config's `gate`)."""
+
+    COVERAGE = "coverage"  # max cosine against the (per-language) coverage thresholds
+    TWO_SCALE = "two_scale"  # the rrf_hybrid arm's reranker / fusion score
+    LEARNED = "learned"  # a learned model over several signals (`models.gate_model`)
+
+
+@dataclass(frozen=True)
+class GateReason:
+    """Which gate decided and why, in words a person reads ("max cosine 0.842 ≥ sufficient
+    0.8852 (ru thresholds)"; "p(answerable)=0.12 < 0.43: named address BG 3.5 is not in the
+    index"). `signal` is the value the gate compared with `threshold` (max cosine, the two-scale
+    score or p(answerable)); `language` the question's language the thresholds were chosen by."""
+
+    kind: GateKind
+    reason: str
+    signal: float
+    threshold: float
+    language: str = ""
+
+
 # --------------------------------------------------------------------------- retrieval
 
 
@@ -260,12 +282,15 @@ class RetrievalTrace:
 
 @dataclass(frozen=True)
 class RetrievalResult:
-    """What the pipeline returns: the final notes, the gate decision, and the trace."""
+    """What the pipeline returns: the final notes, the gate decision, and the trace.
+    `decided_by`: which gate made the decision and why (`retrieve` fills it; a bare `replay`
+    leaves it None)."""
 
     notes: tuple[Candidate, ...]
     decision: Decision
     rounds: tuple[RoundResult, ...]
     trace: RetrievalTrace
+    decided_by: GateReason | None = None
 
     @property
     def stage(self) -> dict[int, Stage]:
@@ -364,6 +389,8 @@ __all__ = [
     "ClaimStatus",
     "Decision",
     "GateDecision",
+    "GateKind",
+    "GateReason",
     "GateVerdict",
     "QueryPlan",
     "RetrievalResult",

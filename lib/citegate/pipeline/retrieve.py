@@ -30,6 +30,7 @@ from citegate.core.types import (
     Stage,
 )
 from citegate.models.embed import Embedder
+from citegate.models.gate_model import LearnedGate
 from citegate.models.rerank import Reranker
 from citegate.pipeline import lanes
 from citegate.pipeline.arms import rrf_replay
@@ -43,6 +44,7 @@ from citegate.pipeline.cut import (
     text_signature,
     top_k,
 )
+from citegate.pipeline.decide import decide
 from citegate.pipeline.gate import question_language, verdict
 from citegate.pipeline.plan import OfflinePlanner, Planner, clean_question, keywords
 
@@ -237,14 +239,21 @@ def retrieve(
     planner: Planner | None = None,
     *,
     exact_check: bool = False,
+    gate: LearnedGate | None = None,
 ) -> RetrievalResult:
-    """The production entry point: the final notes, the gate decision and the full trace.
-    `QuestionError` for a question with nothing to search (`plan.clean_question`)."""
+    """The production entry point: the final notes, the gate decision (and which gate made it,
+    and why: `result.decided_by`) and the full trace. The coverage rounds decide the fanout;
+    with gate=learned the `LearnedGate` then decides (`gate`, else the model file the config
+    names, `store.production.load_gate`). `QuestionError` for a question with nothing to search
+    (`plan.clean_question`)."""
     question = clean_question(question)
     trace = collect(conn, question, cfg, embedder, reranker, planner, exact_check=exact_check)
     clock = time.perf_counter()
     result = replay(trace, cfg)
     trace.timings["cut"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    result = decide(conn, result, cfg, gate)
+    trace.timings["gate"] = time.perf_counter() - clock
     return result
 
 

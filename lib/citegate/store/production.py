@@ -1,17 +1,28 @@
 """The production config as a service loads it: `experiments/production.yaml`, validated, and
 refused when its embedder is not the one its corpora were embedded with (vectors of two embedders
-never mix). Reading the file is `core.config.production`; this module adds the database check.
+never mix). Reading the file is `core.config.production`; this module adds the database check,
+and for the learned gate the model file check (`load_gate`): the file the config names, relative
+to the config file's folder (`experiments/` for production: `gate_models/<digest12>.json`), must
+exist, have the digest the config records, name only known signals, and need no reranker the
+config does not run.
 """
 
 from __future__ import annotations
 
+import os
+from functools import lru_cache
 from pathlib import Path
 
 import psycopg
 
 from citegate.core.config import PRODUCTION, PipelineConfig, production
 from citegate.core.errors import ConfigError
+from citegate.models import gate_model
+from citegate.models.gate_model import LearnedGate
 from citegate.store.db import connect
+
+GATE_MODEL_FILE = "gate_model.json"  # what experiment 05 writes into its run folder
+GATE_MODELS_DIR = "gate_models"  # where promote keeps the models, next to production.yaml
 
 
 def corpus_embedders(conn: psycopg.Connection, corpora: tuple[str, ...]) -> set[str]:
@@ -27,8 +38,12 @@ def load_production_config(
 ) -> PipelineConfig:
     """What a production service calls: the validated production config, refused when its embedder
     differs from the one its corpora were embedded with. Without `conn` it opens the project
-    database (`DATABASE_URL`); a malformed file is refused before any database is touched."""
+    database (`DATABASE_URL`); a malformed file, or a learned gate whose model file is missing,
+    altered or unusable with this config (`load_gate`), is refused before any database is
+    touched."""
     cfg = production(path)
+    if cfg.gate == "learned":
+        load_gate(cfg, Path(path or PRODUCTION).parent)
     if conn is None:
         with connect() as c:
             return check_embedder(cfg, corpus_embedders(c, cfg.corpora), path)
@@ -49,4 +64,68 @@ def check_embedder(
     return cfg
 
 
-__all__ = ["check_embedder", "corpus_embedders", "load_production_config"]
+def gate_model_path(cfg: PipelineConfig, base: Path | None = None) -> Path:
+    """The model file a learned-gate config names: absolute as given, else relative to `base`
+    (the folder of the config file; default `experiments/`, the production file's)."""
+    path = Path(cfg.gate_model)
+    return path if path.is_absolute() else Path(base or PRODUCTION.parent) / path
+
+
+def load_gate(cfg: PipelineConfig, base: Path | None = None) -> LearnedGate:
+    """The learned gate `cfg` names (`gate_model_path`), refused with a ConfigError naming the
+    file when it is missing, its bytes differ from `gate_model_digest`, its format or a field is
+    unknown, or it needs a reranker the config does not run. Re-read when the file changes."""
+    if cfg.gate != "learned":
+        raise ConfigError(f"config gate is {cfg.gate!r}, not learned: it names no gate model")
+    path = gate_model_path(cfg, base).resolve()
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: the learned gate's model file is missing ({exc.strerror or exc}); "
+            "promote the run that trained it"
+        ) from exc
+    return _cached_gate(str(path), cfg.gate_model_digest, cfg.reranker, st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=8)
+def _cached_gate(path: str, digest: str, reranker: str, mtime_ns: int, size: int) -> LearnedGate:
+    return check_gate(gate_model.load(path, digest or None), reranker, Path(path))
+
+
+def load_gate_file(path: Path, digest: str, cfg: PipelineConfig) -> LearnedGate:
+    """A model file read (digest checked) and checked against `cfg` (`check_gate`)."""
+    return check_gate(gate_model.load(path, digest), cfg.reranker, Path(path))
+
+
+def check_gate(gate: LearnedGate, reranker: str, path: Path) -> LearnedGate:
+    """`gate` when a config running `reranker` can compute every feature it reads; a ConfigError
+    naming the file otherwise (the features themselves are checked when the file is read)."""
+    unknown = [f for f in gate.features if f not in gate_model.FEATURES]
+    if unknown:
+        raise ConfigError(f"{path}: gate model feature(s) {unknown} are not known signals")
+    if gate.needs_reranker and reranker == "none":
+        raise ConfigError(
+            f"{path}: the gate model reads ltr_max_prob (the reranker's score) but the config "
+            "runs no reranker (reranker: none)"
+        )
+    trained = gate.trained_on.get("reranker")
+    if gate.needs_reranker and isinstance(trained, str) and trained and trained != reranker:
+        raise ConfigError(
+            f"{path}: the gate model reads ltr_max_prob as scored by {trained!r} but the config "
+            f"runs {reranker!r} (the scores are not comparable)"
+        )
+    return gate
+
+
+__all__ = [
+    "GATE_MODELS_DIR",
+    "GATE_MODEL_FILE",
+    "check_embedder",
+    "check_gate",
+    "corpus_embedders",
+    "gate_model_path",
+    "load_gate",
+    "load_gate_file",
+    "load_production_config",
+]

@@ -14,9 +14,11 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import getpass
+import hashlib
 import json
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,17 @@ from citegate.core.errors import ConfigError
 from citegate.core.redact import safe_mapping
 from citegate.corpus.questions import LABELS
 from citegate.evaluation import metrics as M
-from citegate.research.study import load_study
+from citegate.models.gate_model import LearnedGate
+from citegate.pipeline.decide import learned_decision
+from citegate.pipeline.signals import index_facts, note_texts
+from citegate.research.study import StudySet, load_study
+from citegate.store.db import connect
+from citegate.store.production import (
+    GATE_MODEL_FILE,
+    GATE_MODELS_DIR,
+    load_gate,
+    load_gate_file,
+)
 from citegate.tracking.promote_report import render, reported_metrics
 from citegate.tracking.runner import experiment_id, tracking_uri
 
@@ -206,9 +218,16 @@ def evaluate(
     cfg: PipelineConfig,
     evaluation: dict[str, Any],
     n_boot: int = 500,
+    gate: LearnedGate | None = None,
 ) -> dict[str, dict[str, float]]:
     """Guard metrics of a config on the test split (cached traces; replay where possible):
-    metric -> {value, low, high, n} (see `compute_metrics`)."""
+    metric -> {value, low, high, n} (see `compute_metrics`).
+
+    The coverage and two-scale gates replay through the vectorised path (per-language thresholds
+    included). A learned gate cannot be decided there: its signals need the final notes' texts
+    and the index's addresses, so each question is replayed in full and decided by `gate` (the
+    model `cfg` names, loaded next to the production file when not given), and the AUROC is that
+    of p(answerable), the signal the learned gate thresholds."""
     study = load_study(
         evaluation["sets"],
         cfg,
@@ -217,17 +236,125 @@ def evaluate(
         reranker=cfg.reranker,
         progress=False,
     )
+    if cfg.gate == "learned" and gate is None:
+        gate = load_gate(cfg, PRODUCTION.parent)
     rows = []
     for s in study.sets.values():
-        res = s.replay_summaries(cfg)
+        if gate is not None:
+            outcomes = _learned_outcomes(s, cfg, gate, study.embedder_id)
+        else:
+            outcomes = {
+                qid: Outcome(r.decision == "answer", r.max_score, tuple(r.notes))
+                for qid, r in s.replay_summaries(cfg).items()
+            }
         for q in s.questions:
-            r = res[q.id]
+            o = outcomes[q.id]
             gold = set(s.gold.get(q.id, ()))
-            hit = any(fid in gold for fid in r.notes) if gold else None
-            rows.append(
-                EvalRow(q.label, q.language, q.group, r.decision == "answer", r.max_score, hit)
-            )
+            hit = any(fid in gold for fid in o.notes) if gold else None
+            rows.append(EvalRow(q.label, q.language, q.group, o.answered, o.signal, hit))
     return compute_metrics(rows, n_boot=n_boot)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One replayed question as the guards see it: answered, the gate's signal, the note ids."""
+
+    answered: bool
+    signal: float
+    notes: tuple[int, ...]
+
+
+def _learned_outcomes(
+    s: StudySet, cfg: PipelineConfig, gate: LearnedGate, embedder_id: str
+) -> dict[str, Outcome]:
+    """Each question of a set replayed in full and decided by the learned gate (`decide`)."""
+    cfg = cfg.replace(corpora=[s.corpus])
+    results = s.replay_all(cfg)
+    with connect() as conn:
+        facts = index_facts(conn, (s.corpus,), embedder_id)
+        texts = note_texts(conn, sorted({n.fragment_id for r in results.values() for n in r.notes}))
+    out = {}
+    for qid, r in results.items():
+        d = learned_decision(r, cfg, gate, facts, texts)
+        assert d.decided_by is not None
+        out[qid] = Outcome(
+            d.decision == "answer", d.decided_by.signal, tuple(n.fragment_id for n in d.notes)
+        )
+    return out
+
+
+# ---------------------------------------------------------------- the certificate guard
+
+
+@dataclass(frozen=True)
+class CertificateCheck:
+    """One negative kind's certified false-answer bound (recommendation.json's `certified`):
+    passes when the exact upper bound at confidence 1−delta is at most the target alpha."""
+
+    kind: str
+    bound: float
+    alpha: float
+    delta: float
+    n_neg: int
+
+    @property
+    def ok(self) -> bool:
+        """bound ≤ alpha."""
+        return self.bound <= self.alpha
+
+    def line(self) -> str:
+        """One line naming the kind, bound and alpha, and whether it passes."""
+        rel, verdict = ("≤", "OK") if self.ok else (">", "FAILS")
+        return (
+            f"certificate {self.kind}: bound {self.bound:.4f} {rel} alpha {self.alpha:g} "
+            f"(confidence {1 - self.delta:g}, {self.n_neg} negatives): {verdict}"
+        )
+
+
+def certificate_checks(why: dict[str, Any] | None) -> list[CertificateCheck]:
+    """The per-kind checks of a recommendation's `certified` block; none without the block (a
+    recommendation that certifies nothing, e.g. notebook 03's, is not subject to this guard).
+
+    The block is one {kind, alpha, delta, n_neg, bound} mapping, a list of them, or a mapping of
+    kind → such a mapping (nested per corpus too: the kind is then "corpus.kind"); `alpha` and
+    `delta` given on an outer level hold for the blocks inside it."""
+    if not why or "certified" not in why:
+        return []
+    checks = list(_certified_blocks(why["certified"], (), {}))
+    if not checks:
+        raise ConfigError("recommendation.json: the `certified` block certifies no kind")
+    return checks
+
+
+def _certified_blocks(
+    node: Any, path: tuple[str, ...], outer: dict[str, Any]
+) -> Iterator[CertificateCheck]:
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from _certified_blocks(item, (*path, str(i)), outer)
+        return
+    if not isinstance(node, dict):
+        return
+    here = {**outer, **{k: node[k] for k in ("alpha", "delta") if k in node}}
+    if "bound" not in node:
+        for k, v in node.items():
+            yield from _certified_blocks(v, (*path, str(k)), here)
+        return
+    kind = node.get("kind")
+    name = kind if isinstance(kind, str) and kind else ".".join(path) or "pooled"
+    try:
+        yield CertificateCheck(
+            name,
+            float(node["bound"]),
+            float(here["alpha"]),
+            float(here.get("delta", float("nan"))),
+            int(node.get("n_neg", 0)),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"recommendation.json: certified block {name!r} needs numeric alpha and bound "
+            f"(and delta, n_neg): {exc!r}"
+        ) from exc
 
 
 # ---------------------------------------------------------------- decision and recording
@@ -244,6 +371,12 @@ class Decision:
     candidate: dict[str, dict[str, float]]
     production: dict[str, dict[str, float]]
     guards: list[tuple[Guard, bool]]
+    certificate: list[CertificateCheck] = field(default_factory=list)
+
+    @property
+    def certificate_fails(self) -> list[CertificateCheck]:
+        """The kinds whose certified bound exceeds alpha (`--force` does not override them)."""
+        return [c for c in self.certificate if not c.ok]
 
 
 def decide(
@@ -267,8 +400,24 @@ def decide(
     return force or all(ok for _, ok in results), results
 
 
-def recommended_from_run(run_id: str) -> tuple[PipelineConfig, dict[str, Any]]:
-    """The config a run recommends (its `recommended_config.yaml` artifact) and the run's facts."""
+RECOMMENDATION_FILES = ("recommended_config.yaml", "recommendation.json")
+
+
+@dataclass(frozen=True)
+class Recommended:
+    """What a run recommends: its config, the run's facts, its `recommendation.json` (None when
+    the run has none) and, for a learned gate, the model file's bytes (`gate_model.json`)."""
+
+    config: PipelineConfig
+    facts: dict[str, Any]
+    why: dict[str, Any] | None = None
+    gate_model: bytes | None = None
+
+
+def recommended_from_run(run_id: str) -> Recommended:
+    """The config a run recommends (its `recommended_config.yaml` artifact), the run's facts, its
+    `recommendation.json` and, for gate=learned, the model file the config names (relative to the
+    run folder: experiment 05 writes `gate_model.json`), checked against `gate_model_digest`."""
     import mlflow
 
     _client()  # points mlflow at the project's tracking store
@@ -277,13 +426,13 @@ def recommended_from_run(run_id: str) -> tuple[PipelineConfig, dict[str, Any]]:
     except Exception as exc:  # noqa: BLE001 - MlflowException for an unknown id
         raise ConfigError(f"no MLflow run {run_id!r} in the tracking store") from exc
     with tempfile.TemporaryDirectory() as tmp:
-        try:
-            local = mlflow.artifacts.download_artifacts(
-                run_id=run_id, artifact_path="recommended_config.yaml", dst_path=tmp
-            )
-        except Exception as exc:  # noqa: BLE001 - mlflow raises several types for a missing file
-            raise ConfigError(f"run {run_id} has no recommended_config.yaml artifact") from exc
-        cfg = load_config(Path(local))
+        local = _artifact(run_id, "recommended_config.yaml", tmp)
+        if local is None:
+            raise ConfigError(f"run {run_id} has no recommended_config.yaml artifact")
+        cfg = load_config(local)
+        why_file = _artifact(run_id, "recommendation.json", tmp)
+        why = _read_json(why_file) if why_file is not None else None
+        model = _run_gate_model(run_id, cfg, tmp) if cfg.gate == "learned" else None
     facts = {
         "source_run": run_id,
         "experiment": run.data.tags.get("experiment", ""),
@@ -295,7 +444,49 @@ def recommended_from_run(run_id: str) -> tuple[PipelineConfig, dict[str, Any]]:
         "run_reranker": run.data.tags.get("reranker", ""),  # what the study itself ranked with
     }
     facts["question_sets"] = {d.dataset.name: d.dataset.digest for d in run.inputs.dataset_inputs}
-    return cfg, facts
+    return Recommended(cfg, facts, why, model)
+
+
+def _artifact(run_id: str, name: str, tmp: str) -> Path | None:
+    """The local copy of one artifact of a run, None when the run has no such file."""
+    import mlflow
+
+    try:
+        return Path(
+            mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=name, dst_path=tmp)
+        )
+    except Exception:  # noqa: BLE001 - mlflow raises several types for a missing file
+        return None
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path.name}: not readable JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path.name}: expected a JSON object")
+    return data
+
+
+def _run_gate_model(run_id: str, cfg: PipelineConfig, tmp: str) -> bytes:
+    """The bytes of the learned gate a run's config names, its digest and contents checked."""
+    name = cfg.gate_model or GATE_MODEL_FILE
+    local = _artifact(run_id, name, tmp)
+    if local is None:
+        raise ConfigError(
+            f"run {run_id} recommends gate=learned but has no {name} artifact (experiment 05 "
+            "writes it into the run folder)"
+        )
+    data = local.read_bytes()
+    found = hashlib.sha256(data).hexdigest()
+    if cfg.gate_model_digest and found != cfg.gate_model_digest:
+        raise ConfigError(
+            f"run {run_id}: {name} has digest {found[:12]}…, its config says "
+            f"{cfg.gate_model_digest[:12]}…; the model file was altered"
+        )
+    load_gate_file(local, found, cfg)  # a model production could not run is refused here
+    return data
 
 
 def _client() -> Any:
@@ -394,26 +585,52 @@ def promote(
     guards_path: Path | None = None,
 ) -> Decision:
     """Evaluate the run's recommended config against production; write and register it if it
-    passes the guards (or is forced with a reason)."""
+    passes the guards (or is forced with a reason) and its certificate holds for every kind.
+
+    A learned gate's model file (the run's `gate_model.json`) is promoted with it: the new
+    production file names `gate_models/<digest12>.json` next to itself, with its digest."""
     evaluation, guards = load_guards(guards_path)
-    cand_cfg, facts = recommended_from_run(run_id)
+    rec = recommended_from_run(run_id)
+    checks = certificate_checks(rec.why)
+    cand_cfg, cand_gate = _promoted_config(rec)
     prod_doc = read_production(PRODUCTION)
     prod_cfg = PipelineConfig.from_dict(prod_doc["pipeline"])
-    cand_m, prod_m = evaluate(cand_cfg, evaluation), evaluate(prod_cfg, evaluation)
-    accepted, results = decide(guards, cand_m, prod_m, force, reason)
+    cand_m = evaluate(cand_cfg, evaluation, gate=cand_gate)
+    prod_m = evaluate(prod_cfg, evaluation)
+    passed, results = decide(guards, cand_m, prod_m, force, reason)
+    certified = all(c.ok for c in checks)
     decision = Decision(
-        accepted,
-        force and not all(ok for _, ok in results),
+        passed and certified,
+        force and certified and not all(ok for _, ok in results),
         reason,
         diff(prod_cfg, cand_cfg),
         cand_m,
         prod_m,
         results,
+        checks,
     )
     if dry_run:
         return decision
-    _record(decision, cand_cfg, facts, int(prod_doc["version"]) + 1)
+    _record(decision, cand_cfg, rec.facts, int(prod_doc["version"]) + 1, rec.gate_model)
     return decision
+
+
+def _promoted_config(rec: Recommended) -> tuple[PipelineConfig, LearnedGate | None]:
+    """The config as production will hold it (a learned gate's model named by its content
+    address under gate_models/, with its digest) and the loaded model (None for other gates)."""
+    if rec.gate_model is None:
+        return rec.config, None
+    digest = hashlib.sha256(rec.gate_model).hexdigest()
+    cfg = rec.config.replace(gate_model=gate_model_name(digest), gate_model_digest=digest)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / GATE_MODEL_FILE
+        path.write_bytes(rec.gate_model)
+        return cfg, load_gate_file(path, digest, cfg)
+
+
+def gate_model_name(digest: str) -> str:
+    """Where production keeps a learned gate's model, relative to the production file."""
+    return f"{GATE_MODELS_DIR}/{digest[:12]}.json"
 
 
 def accepted_on_block(measured: dict[str, dict[str, float]]) -> dict[str, Any]:
@@ -429,7 +646,13 @@ def accepted_on_block(measured: dict[str, dict[str, float]]) -> dict[str, Any]:
     }
 
 
-def _record(decision: Decision, cfg: PipelineConfig, facts: dict[str, Any], version: int) -> None:
+def _record(
+    decision: Decision,
+    cfg: PipelineConfig,
+    facts: dict[str, Any],
+    version: int,
+    gate_model: bytes | None = None,
+) -> None:
     client = _client()
     previous = _ensure_current_registered(client) if decision.accepted else None
     provenance = {
@@ -453,6 +676,10 @@ def _record(decision: Decision, cfg: PipelineConfig, facts: dict[str, Any], vers
     _write_report(report, "promote")
     if not decision.accepted:
         return
+    if gate_model is not None:  # content-addressed: an older model file is never overwritten
+        target = PRODUCTION.parent / cfg.gate_model
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(gate_model)
     PRODUCTION.write_text(text, encoding="utf-8")
     new = _register(client, run, "promote", tags)
     client.set_registered_model_alias(REGISTERED_NAME, "production", new.version)
@@ -467,7 +694,9 @@ def rollback() -> tuple[str, str]:
     if previous is None or current is None:
         raise ConfigError("nothing to roll back to: the registry has no 'previous' version")
     text = _version_text(previous)
-    PipelineConfig.from_dict(yaml.safe_load(text)["pipeline"])  # never restore an invalid file
+    restored = PipelineConfig.from_dict(yaml.safe_load(text)["pipeline"])  # never an invalid file
+    if restored.gate == "learned":  # its model file stayed in gate_models/: check it is intact
+        load_gate(restored, PRODUCTION.parent)
     PRODUCTION.write_text(text, encoding="utf-8")
     tags = {
         "restored_version": str(previous.version),
@@ -514,6 +743,12 @@ def summary(decision: Decision) -> str:
     verdict = "ACCEPTED" if decision.accepted else "REFUSED"
     if decision.forced:
         verdict += f" (forced: {decision.reason})"
+    if decision.certificate:
+        lines += ["", *(c.line() for c in decision.certificate)]
+    fails = decision.certificate_fails
+    if fails:
+        kinds = ", ".join(c.kind for c in fails)
+        verdict += f": the certified false-answer bound exceeds alpha for {kinds} (not forceable)"
     lines += [
         "",
         "rates: Wilson 95% intervals; gate_auroc: 95% bootstrap over question groups; n in ()",
@@ -540,6 +775,9 @@ def as_json(decision: Decision) -> str:
             "candidate": decision.candidate,
             "production": decision.production,
             "guards": [{"metric": g.metric, "ok": ok} for g, ok in decision.guards],
+            "certificate": [
+                {**asdict(c), "ok": c.ok, "line": c.line()} for c in decision.certificate
+            ],
         },
         indent=2,
         default=str,

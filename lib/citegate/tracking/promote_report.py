@@ -91,6 +91,7 @@ def render(decision: Any, facts: dict[str, Any]) -> str:
             decision.candidate.get(m),
             "",
         )
+    cert = _certificate_section(decision)
     facts_rows = "".join(
         f"<tr><td>{esc(str(k))}</td><td>{esc(str(v))}</td></tr>" for k, v in facts.items()
     )
@@ -114,8 +115,28 @@ guard is worse than production beyond its tolerance.</p>
 <th>candidate</th><th>result</th></tr>
 {guard_rows}</table>
 <img src="data:image/png;base64,{_figure(decision)}" alt="guard metrics">
-<h2>Provenance of the candidate</h2><table>{facts_rows}</table>
+{cert}<h2>Provenance of the candidate</h2><table>{facts_rows}</table>
 </body></html>"""
+
+
+def _certificate_section(decision: Any) -> str:
+    """The certified false-answer bounds of the recommendation, one row per kind (empty when the
+    recommendation certifies nothing)."""
+    checks = getattr(decision, "certificate", [])
+    if not checks:
+        return ""
+    rows = "".join(
+        f"<tr><td>{html.escape(c.kind)}</td><td>{c.n_neg}</td><td>{c.alpha:g}</td>"
+        f"<td>{1 - c.delta:g}</td><td>{c.bound:.4f}</td><td>{'OK' if c.ok else 'FAILS'}</td></tr>"
+        for c in checks
+    )
+    return (
+        "<h2>Certified false-answer bounds (tune split)</h2><p>The recommendation's exact "
+        "(Clopper–Pearson) upper bound of the false-answer rate per kind of negative, at "
+        "confidence 1−δ, must be at most its target α; a failing kind refuses the promotion "
+        "(--force does not override it).</p><table><tr><th>kind</th><th>negatives</th>"
+        f"<th>α</th><th>confidence</th><th>bound</th><th>result</th></tr>{rows}</table>"
+    )
 
 
 def describe_metric(name: str) -> str:
@@ -127,7 +148,10 @@ def describe_metric(name: str) -> str:
         text = f"share of {what} questions the gate answers"
     elif base == "gate_auroc":
         what = "all unanswerable kinds pooled" if kind == "pooled" else kind
-        text = f"AUROC of max cosine, answerable vs {what} (question groups resampled)"
+        text = (
+            f"AUROC of the gate signal (max cosine; p(answerable) for a learned gate), "
+            f"answerable vs {what} (question groups resampled)"
+        )
     elif base == "answer_rate":
         text, lang = "share of answerable questions the gate answers", kind
     elif base == "recall_at_16":

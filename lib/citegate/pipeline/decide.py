@@ -1,0 +1,138 @@
+"""Which gate makes a retrieval's final decision, and why, in words a person reads.
+
+`replay` runs the coverage rounds (they decide the fanout, whatever the gate). Then:
+- gate `coverage` / `two_scale`: the last round's verdict stands; `rule_reason` says which
+  threshold decided it ("max cosine 0.842 ≥ sufficient 0.8852 (ru thresholds)");
+- gate `learned`: the `LearnedGate` the config names decides over the question's signals
+  (`pipeline.signals`): p(answerable) ≥ its threshold → answer, else insufficient, with the
+  signal that explains it ("p(answerable)=0.12 < 0.43: named address BG 3.5 is not in the index").
+
+`learned_decision` is pure (signals, facts and texts given), so promotion's evaluation and a study
+decide exactly as `retrieve` does; `decide` fetches what it needs from the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+import psycopg
+
+from citegate.core.config import PipelineConfig
+from citegate.core.types import Decision, GateKind, GateReason, RetrievalResult
+from citegate.models.gate_model import LearnedGate
+from citegate.pipeline.arms import gate_signal
+from citegate.pipeline.gate import question_language
+from citegate.pipeline.signals import (
+    IndexFacts,
+    explain,
+    index_facts,
+    named_labels,
+    note_texts,
+    signals,
+)
+from citegate.store.production import load_gate
+
+
+def compare(value: float, threshold: float, name: str = "", digits: int = 3) -> str:
+    """ "value ≥ name threshold" or "value < name threshold", printed with enough digits that
+    the printed numbers agree with the comparison (0.8851 < 0.8852, never "0.885 < 0.885")."""
+    a, op, b = _printed(value, threshold, digits)
+    return f"{a} {op} {name} {b}" if name else f"{a} {op} {b}"
+
+
+def _printed(value: float, threshold: float, digits: int) -> tuple[str, str, str]:
+    op = "≥" if value >= threshold else "<"
+    for d in range(digits, 10):
+        a, b = f"{value:.{d}f}", f"{threshold:.{d}f}"
+        if (float(a) >= float(b)) == (value >= threshold) and (a != b or value == threshold):
+            return a, op, b.rstrip("0").rstrip(".") if "." in b else b
+    return repr(value), op, repr(threshold)
+
+
+def rule_reason(result: RetrievalResult, cfg: PipelineConfig) -> GateReason:
+    """Why the coverage (or two-scale) gate decided what it did on the last round."""
+    language = question_language(result.trace.question)
+    if cfg.arm == "rrf_hybrid" and cfg.gate == "two_scale":
+        return _two_scale_reason(result, cfg, language)
+    v = result.rounds[-1].gate
+    t = cfg.thresholds(language)
+    top = v.max_score
+    if v.sufficient:
+        threshold = t["sufficient_score"]
+        why = f"max cosine {compare(top, threshold, 'sufficient')}"
+        if cfg.sufficient_lectures:
+            why += f" with {v.lectures} lecture notes ≥ {cfg.sufficient_lectures}"
+    elif v.good_enough:
+        threshold = t["good_enough_score"]
+        why = f"max cosine {compare(top, threshold, 'good enough')}"
+    elif v.bail_out:
+        threshold = t["bail_out_score"]
+        why = f"max cosine {compare(top, threshold, 'bail-out')}"
+    else:
+        threshold = t["good_enough_score"]
+        why = (
+            f"max cosine {top:.3f} between bail-out {t['bail_out_score']:g} and good enough "
+            f"{threshold:g}: a weak answer"
+        )
+    if language in cfg.language_thresholds:
+        why += f" ({language} thresholds)"
+    if len(result.rounds) > 1:
+        why += f", after fanout round {len(result.rounds)}"
+    return GateReason(GateKind.COVERAGE, why, float(top), float(threshold), language)
+
+
+def _two_scale_reason(result: RetrievalResult, cfg: PipelineConfig, language: str) -> GateReason:
+    signal = gate_signal(result, cfg)
+    if result.trace.reranker_id != "none":
+        threshold, scale = cfg.two_scale_rerank, "reranker score"
+    else:
+        threshold, scale = cfg.two_scale_fusion, "fusion score"
+    why = f"{scale} {compare(signal, threshold, digits=4)} (two-scale gate)"
+    return GateReason(GateKind.TWO_SCALE, why, float(signal), float(threshold), language)
+
+
+def learned_decision(
+    result: RetrievalResult,
+    cfg: PipelineConfig,
+    gate: LearnedGate,
+    facts: IndexFacts,
+    texts: Mapping[int, str],
+) -> RetrievalResult:
+    """`result` decided by the learned gate: answer when p(answerable) ≥ its threshold, else
+    insufficient (the notes stay those of the coverage rounds), with the reason recorded."""
+    question = result.trace.question
+    language = question_language(question)
+    # The signals replay the two-scale arm from the trace; that arm cannot run a learned gate.
+    sig = signals(result, cfg.replace(gate="coverage"), facts, texts)
+    answer, p = gate.decide(sig, language)
+    why = explain(sig, named_labels(question), facts)
+    reason = f"p(answerable)={compare(p, gate.threshold, digits=2)}"
+    reason += f": {why}" if why else ""
+    decision = Decision.ANSWER if answer else Decision.INSUFFICIENT
+    by = GateReason(GateKind.LEARNED, reason, float(p), float(gate.threshold), language)
+    return replace(result, decision=decision, decided_by=by)
+
+
+def decide(
+    conn: psycopg.Connection,
+    result: RetrievalResult,
+    cfg: PipelineConfig,
+    gate: LearnedGate | None = None,
+) -> RetrievalResult:
+    """The final decision of a replayed retrieval under `cfg`'s gate, with its reason. A learned
+    gate reads the index's facts and the final notes' texts (from the notes when the trace kept
+    them, else from the database); `gate` defaults to the model file `cfg` names
+    (`store.production.load_gate`, digest checked)."""
+    if cfg.gate != "learned":
+        return replace(result, decided_by=rule_reason(result, cfg))
+    model = gate or load_gate(cfg)
+    facts = index_facts(conn, tuple(cfg.corpora), result.trace.embedder_id)
+    texts = {n.fragment_id: n.text for n in result.notes if n.text}
+    missing = [n.fragment_id for n in result.notes if n.fragment_id not in texts]
+    if missing:
+        texts.update(note_texts(conn, missing))
+    return learned_decision(result, cfg, model, facts, texts)
+
+
+__all__ = ["compare", "decide", "learned_decision", "rule_reason"]
