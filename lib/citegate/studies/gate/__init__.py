@@ -1,10 +1,12 @@
 """Notebook 03: does max cosine separate answerable from unanswerable questions, and where should
-the gate's thresholds (0.40 / 0.55 / 0.65) sit for this corpus and embedder?
+the gate's thresholds (0.40 / 0.55 / 0.65) sit for each corpus and embedder?
 
-`compute` replays a loaded `Study` into gate signals, AUROCs, operating points and the
-recommended thresholds (pure), `plots` draws them, `report` writes the conclusion, `artifacts`
-reads the production config the recommendation starts from (`core.config.production`) and writes
-the recommendation files `citegate promote` reads. A study never imports `citegate.tracking`.
+`corpora` loads one `Study` per corpus (gita-split and xquad-split side by side) and records
+them, `compute` replays them into gate signals, AUROCs, operating points and the recommended
+thresholds (pure; per corpus through `per_corpus`), `plots` draws them (one row per corpus),
+`report` writes the conclusion, `artifacts` reads the production config the recommendation starts
+from (`core.config.production`) and writes the recommendation files `citegate promote` reads (for
+the production corpus only). A study never imports `citegate.tracking`.
 The notebook imports this package as `from citegate.studies import gate as gs`.
 """
 
@@ -17,13 +19,31 @@ from citegate.studies.gate.compute import (
     arm_signals,
     auroc_table,
     contrast,
+    corpus_headline,
+    corpus_signals,
     headline,
+    language_aurocs,
+    metric_prefix,
+    of_corpus,
     operating_points,
+    per_corpus,
     recommend,
+    recommend_per_corpus,
+    recommendations_table,
     recommended_config,
+    side_by_side,
     signals,
     test_report,
+    test_report_per_corpus,
     two_scale_sweep,
+)
+from citegate.studies.gate.corpora import (
+    all_searched,
+    check_corpora,
+    corpora_config_table,
+    corpora_data_table,
+    load_corpora,
+    record_corpora,
 )
 from citegate.studies.gate.plots import (
     plot_distributions,
@@ -31,26 +51,43 @@ from citegate.studies.gate.plots import (
     plot_roc_pr,
     plot_two_scale,
 )
-from citegate.studies.gate.report import conclusion
+from citegate.studies.gate.report import conclusion, corpora_conclusion
 
 __all__ = [
     "DESIGN_POINTS",
     "SIGNALS",
+    "all_searched",
     "arm_signals",
     "auroc_table",
+    "check_corpora",
     "conclusion",
     "contrast",
+    "corpora_conclusion",
+    "corpora_config_table",
+    "corpora_data_table",
+    "corpus_headline",
+    "corpus_signals",
     "headline",
+    "language_aurocs",
+    "load_corpora",
+    "metric_prefix",
+    "of_corpus",
     "operating_points",
+    "per_corpus",
     "plot_distributions",
     "plot_risk_coverage",
     "plot_roc_pr",
     "plot_two_scale",
     "production_base",
     "recommend",
+    "recommend_per_corpus",
+    "recommendations_table",
     "recommended_config",
+    "record_corpora",
     "save_recommendation",
+    "side_by_side",
     "signals",
     "test_report",
+    "test_report_per_corpus",
     "two_scale_sweep",
 ]

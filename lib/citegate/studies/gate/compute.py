@@ -5,7 +5,7 @@ Pure functions of a loaded `Study` or of the tables made from it (no database, m
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -177,19 +177,203 @@ def headline(
     aurocs: pd.DataFrame,
     test_points: pd.DataFrame,
     rec: dict[str, float],
+    prefix: str = "",
 ) -> dict[str, float]:
-    """MLflow metrics: AUROCs of max cosine and the test-split rates of the recommendation."""
+    """MLflow metrics: AUROCs of max cosine (with their CI bounds) and the test-split rates of the
+    recommendation, every name led by `prefix` (see `metric_prefix`)."""
     out = {f"rec_{k}": v for k, v in rec.items()}
     for r in aurocs[aurocs["signal"] == "max_cosine"].to_dict("records"):
         out[f"auroc_max_cosine_vs_{r['negatives']}"] = r["AUROC"]
         out[f"auroc_max_cosine_vs_{r['negatives']}_ci_low"] = r["CI low"]
+        out[f"auroc_max_cosine_vs_{r['negatives']}_ci_high"] = r["CI high"]
     for r in test_points.to_dict("records"):
         if r["point"].startswith("sufficient_score"):
             out[f"test_fpr_at_rec_sufficient_vs_{r['negatives']}"] = r["fpr"]
             out[f"test_tpr_at_rec_sufficient_vs_{r['negatives']}"] = r["tpr"]
-    return {k: float(v) for k, v in out.items() if np.isfinite(v)}
+    return {f"{prefix}{k}": float(v) for k, v in out.items() if np.isfinite(v)}
+
+
+# ------------------------------------------------------------------ several corpora side by side
+
+
+def metric_prefix(corpus: str, production: str) -> str:
+    """The metric-name prefix of one corpus: none for the production corpus (its metric names
+    stay those of a one-corpus run, which the spec's expected values and promote's guards read),
+    else the build name in snake case, e.g. "xquad_split_"."""
+    return "" if corpus == production else corpus.replace("-", "_") + "_"
+
+
+def corpus_signals(studies: Mapping[str, Study]) -> pd.DataFrame:
+    """`signals` of every corpus's study, one frame with a leading `corpus` column."""
+    parts = [signals(s, s.config).assign(corpus=c) for c, s in studies.items()]
+    frame = pd.concat(parts, ignore_index=True)
+    return frame[["corpus", *[c for c in frame.columns if c != "corpus"]]]
+
+
+def per_corpus(
+    frame: pd.DataFrame, table: Callable[[str, pd.DataFrame], pd.DataFrame]
+) -> pd.DataFrame:
+    """`table(corpus, its rows)` for each corpus (in order of first appearance), concatenated with
+    the corpus as the first column: any one-corpus table of this module, per corpus."""
+    parts = []
+    for corpus in frame["corpus"].unique():
+        part = table(str(corpus), frame[frame["corpus"] == corpus].drop(columns="corpus"))
+        if len(part):
+            parts.append(part.assign(corpus=corpus)[["corpus", *part.columns]])
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def recommend_per_corpus(
+    frame: pd.DataFrame, negative: str, target_fpr: float, strict_fpr: float, min_recall: float
+) -> dict[str, dict[str, float]]:
+    """`recommend` on each corpus's own tune split: the thresholds each corpus would need."""
+    return {
+        str(c): recommend(g, negative, target_fpr, strict_fpr, min_recall)
+        for c, g in frame.groupby("corpus", sort=False)
+    }
+
+
+def test_report_per_corpus(
+    frame: pd.DataFrame, negatives: Sequence[str], recs: Mapping[str, dict[str, float]]
+) -> pd.DataFrame:
+    """`test_report` of each corpus at its own recommended thresholds (`recs[corpus]`)."""
+    return per_corpus(frame, lambda c, g: test_report(g, negatives, recs[c]))
+
+
+def side_by_side(
+    frame: pd.DataFrame,
+    aurocs: pd.DataFrame,
+    recs: Mapping[str, dict[str, float]],
+    negatives: Sequence[str],
+    production: str,
+) -> pd.DataFrame:
+    """One row per corpus: max-cosine AUROC against each kind of negative (clustered 95% CI), the
+    sufficient score recommended on that corpus's tune split, and on its TEST split the answer
+    rate and false-answer rates there (Wilson 95% intervals); plus the same two rates at the
+    production corpus's recommendation, which shows whether one threshold carries across."""
+    rows = []
+    for corpus, g in frame.groupby("corpus", sort=False):
+        row: dict[str, Any] = {"corpus": corpus}
+        for neg in negatives:
+            a = aurocs[
+                (aurocs["corpus"] == corpus)
+                & (aurocs["signal"] == "max_cosine")
+                & (aurocs["negatives"] == neg)
+            ]
+            if len(a):
+                r = a.iloc[0]
+                row[f"AUROC vs {neg}"] = _interval(r["AUROC"], r["CI low"], r["CI high"])
+        test = g[g["split"] == "test"]
+        own = recs[str(corpus)]["sufficient_score"]
+        row["recommended sufficient (tune)"] = f"{own:.4f}"
+        row.update(_rates_at(test, own, negatives, ""))
+        shared = recs[production]["sufficient_score"]
+        at = f" at {production}'s {shared:.4f}"
+        if corpus == production:
+            row.update(dict.fromkeys(_rates_at(test, shared, negatives, at), "(same)"))
+        else:
+            row.update(_rates_at(test, shared, negatives, at))
+        kinds = ("answerable", *negatives)
+        row[f"test questions ({' / '.join(kinds)})"] = " / ".join(
+            str(int((test["label"] == k).sum())) for k in kinds
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _rates_at(
+    test: pd.DataFrame, threshold: float, negatives: Sequence[str], at: str
+) -> dict[str, str]:
+    """Answer rate (answerable) and false-answer rate per kind of negative at one max-cosine
+    threshold, as table cells with Wilson intervals; `at` ends each column name."""
+    cells = {
+        f"answer rate{at}": _rate(test.loc[test["label"] == "answerable", "max_cosine"], threshold)
+    }
+    for neg in negatives:
+        cells[f"false answers vs {neg}{at}"] = _rate(
+            test.loc[test["label"] == neg, "max_cosine"], threshold
+        )
+    return cells
+
+
+def _rate(scores: pd.Series, threshold: float) -> str:
+    """Share of `scores` at or above `threshold`, with its Wilson 95% interval, as text."""
+    rate, low, high = M.rate_ci_or_nan(scores >= threshold)
+    return _interval(rate, low, high)
+
+
+def _interval(value: float, low: float, high: float) -> str:
+    """ "0.981 [0.969, 0.991]"; "n/a" for a missing value."""
+    if not np.isfinite(value):
+        return "n/a"
+    return f"{value:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def language_aurocs(frame: pd.DataFrame, negatives: Sequence[str], n_boot: int) -> pd.DataFrame:
+    """Max-cosine AUROC (clustered CI) per corpus, query language and kind of negative, where
+    that language has both classes: one threshold serves every language of a corpus, so a
+    language whose scores sit elsewhere shows here."""
+    rows = []
+    for (corpus, lang), g in frame.groupby(["corpus", "language"], sort=True):
+        for neg in negatives:
+            sub = contrast(g, neg)
+            if sub["y"].nunique() < 2:
+                continue
+            ci = M.auroc_ci(sub["max_cosine"], sub["y"], n_boot=n_boot, groups=sub["group"])
+            rows.append(
+                {
+                    "corpus": corpus,
+                    "language": lang,
+                    "negatives": neg,
+                    "AUROC": ci.auroc,
+                    "CI low": ci.lower,
+                    "CI high": ci.upper,
+                    "answerable": ci.n_pos,
+                    "negative": ci.n_neg,
+                    "median max cosine, answerable": float(
+                        sub.loc[sub["y"] == 1, "max_cosine"].median()
+                    ),
+                    "median max cosine, negative": float(
+                        sub.loc[sub["y"] == 0, "max_cosine"].median()
+                    ),
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 def recommended_config(base: PipelineConfig, rec: dict[str, float]) -> PipelineConfig:
     """The production config with the recommended gate thresholds."""
     return base.replace(**rec)
+
+
+def corpus_headline(
+    aurocs: pd.DataFrame,
+    test_points: pd.DataFrame,
+    recs: Mapping[str, dict[str, float]],
+    production: str,
+) -> dict[str, float]:
+    """`headline` of every corpus, each named with its `metric_prefix`: the production corpus's
+    metrics keep their one-corpus names, another's read e.g. "xquad_split_rec_sufficient_score"."""
+    out: dict[str, float] = {}
+    for corpus, rec in recs.items():
+        out |= headline(
+            of_corpus(aurocs, corpus),
+            of_corpus(test_points, corpus),
+            rec,
+            metric_prefix(corpus, production),
+        )
+    return out
+
+
+def of_corpus(table: pd.DataFrame, corpus: str) -> pd.DataFrame:
+    """The rows of one corpus of a `per_corpus` table, without the corpus column (the table a
+    one-corpus run gives); an empty table stays empty."""
+    if "corpus" not in table:
+        return table.iloc[0:0].assign(signal=[], point=[], negatives=[])
+    rows = table[table["corpus"] == corpus].drop(columns="corpus")
+    return rows.reset_index(drop=True)
+
+
+def recommendations_table(recs: Mapping[str, dict[str, float]]) -> pd.DataFrame:
+    """One row per corpus: the thresholds its own tune split recommends."""
+    return pd.DataFrame([{"corpus": c, **r} for c, r in recs.items()])

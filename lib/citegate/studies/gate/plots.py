@@ -1,8 +1,13 @@
-"""Notebook 03's figures (matplotlib, imported inside each function)."""
+"""Notebook 03's figures (matplotlib, imported inside each function).
+
+A frame with a `corpus` column (several corpora side by side) gets one row of panels per corpus,
+titled with its name, on shared axes limits where the scales are comparable; a frame without one
+draws as a single corpus.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -12,30 +17,55 @@ from citegate.evaluation import metrics as M
 from citegate.studies.gate.compute import contrast
 
 
+def _corpora(frame: pd.DataFrame) -> Iterator[tuple[str, pd.DataFrame]]:
+    """(corpus, its rows) in order of first appearance; ("", frame) without a corpus column."""
+    if "corpus" not in frame:
+        yield "", frame
+        return
+    for corpus in frame["corpus"].unique():
+        yield str(corpus), frame[frame["corpus"] == corpus]
+
+
+def _titled(title: str, corpus: str) -> str:
+    return f"{corpus}: {title}" if corpus else title
+
+
 def plot_two_scale(sweep: pd.DataFrame, design: dict[str, float]) -> Any:
-    """Answer rate against a shared threshold, per scale and label (log x); design points marked."""
+    """Answer rate against a shared threshold, per scale and label (log x), one panel per corpus;
+    design points marked."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(10, 4))
+    parts = list(_corpora(sweep))
+    fig, axes = plt.subplots(len(parts), 1, figsize=(10, 4 * len(parts)), squeeze=False)
     styles = {"reranker scale": "-", "fusion scale": "--"}
-    for (scale, label), g in sweep.groupby(["scale", "label"]):
-        ax.plot(
-            g["threshold"], g["answer_rate"], styles[scale], marker=".", label=f"{scale}: {label}"
+    for ax, (corpus, part) in zip(axes[:, 0], parts, strict=True):
+        for (scale, label), g in part.groupby(["scale", "label"]):
+            ax.plot(
+                g["threshold"],
+                g["answer_rate"],
+                styles[scale],
+                marker=".",
+                label=f"{scale}: {label}",
+            )
+        for name, t in design.items():
+            ax.axvline(t, color="grey", lw=1, ls=":")
+            ax.text(
+                t,
+                1.02,
+                f"{name} {t:g}",
+                fontsize=7,
+                ha="center",
+                transform=ax.get_xaxis_transform(),
+            )
+        ax.set(
+            xscale="log",
+            xlabel="one threshold applied to the scale",
+            ylabel="share answered",
+            title=_titled("why one threshold cannot serve both scales", corpus),
         )
-    for name, t in design.items():
-        ax.axvline(t, color="grey", lw=1, ls=":")
-        ax.text(
-            t, 1.02, f"{name} {t:g}", fontsize=7, ha="center", transform=ax.get_xaxis_transform()
-        )
-    ax.set(
-        xscale="log",
-        xlabel="one threshold applied to the scale",
-        ylabel="share answered",
-        title="why one threshold cannot serve both scales",
-    )
-    ax.set_ylim(-0.02, 1.02)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     return fig
 
@@ -44,94 +74,129 @@ def plot_roc_pr(
     frame: pd.DataFrame, negatives: Sequence[str], marks: dict[str, float], n_boot: int = 200
 ) -> Any:
     """ROC (with a bootstrap band over question groups, as the AUROC intervals) and
-    precision–recall of max cosine, per kind of negative; design thresholds marked on the ROC."""
+    precision–recall of max cosine, per kind of negative, one row per corpus; `marks`
+    thresholds marked on the ROC."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for i, neg in enumerate(negatives):
-        sub = contrast(frame, neg)
-        if sub["y"].nunique() < 2:
-            continue
-        grid, tpr, lo, hi = M.roc_curve_band(
-            sub["max_cosine"], sub["y"], n_boot=n_boot, groups=sub["group"]
+    parts = list(_corpora(frame))
+    fig, axes = plt.subplots(len(parts), 2, figsize=(11, 4.2 * len(parts)), squeeze=False)
+    for row, (corpus, part) in zip(axes, parts, strict=True):
+        for i, neg in enumerate(negatives):
+            _draw_roc_pr(row, contrast(part, neg), neg, f"C{i}", marks, n_boot)
+        row[0].plot([0, 1], [0, 1], color="grey", ls="--", lw=1)
+        row[0].set(
+            xlabel="false-answer rate (negatives answered)",
+            ylabel="answerable answered",
+            title=_titled("ROC of max cosine (95% band, question groups resampled)", corpus),
         )
-        auc = M.auroc_ci(sub["max_cosine"], sub["y"], n_boot=1).auroc
-        axes[0].plot(grid, tpr, color=f"C{i}", label=f"vs {neg} (AUROC {auc:.3f})")
-        axes[0].fill_between(grid, lo, hi, color=f"C{i}", alpha=0.2)
-        for t in marks.values():
-            p = M.operating_point(sub["max_cosine"], sub["y"], t)
-            axes[0].plot(p["fpr"], p["tpr"], marker="o", color=f"C{i}", ms=5)
-            axes[0].annotate(
-                f"{t:.2f}",
-                (p["fpr"], p["tpr"]),
-                fontsize=7,
-                xytext=(4, -8),
-                textcoords="offset points",
-            )
-        pr = M.pr_curve(sub["max_cosine"], sub["y"])
-        axes[1].plot(pr.x, pr.y, color=f"C{i}", label=f"vs {neg}")
-    axes[0].plot([0, 1], [0, 1], color="grey", ls="--", lw=1)
-    axes[0].set(
-        xlabel="false-answer rate (negatives answered)",
-        ylabel="answerable answered",
-        title="ROC of max cosine (95% band, question groups resampled)",
-    )
-    axes[1].set(
-        xlabel="recall (answerable answered)",
-        ylabel="precision",
-        title="precision–recall of max cosine",
-    )
-    for ax in axes:
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
+        row[1].set(
+            xlabel="recall (answerable answered)",
+            ylabel="precision",
+            title=_titled("precision–recall of max cosine", corpus),
+        )
+        for ax in row:
+            ax.legend(fontsize=8)
+            ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def _draw_roc_pr(
+    axes: Sequence[Any],
+    sub: pd.DataFrame,
+    neg: str,
+    color: str,
+    marks: dict[str, float],
+    n_boot: int,
+) -> None:
+    """One kind of negative's ROC band, threshold marks and PR curve on a row of two axes."""
+    if sub["y"].nunique() < 2:
+        return
+    grid, tpr, lo, hi = M.roc_curve_band(
+        sub["max_cosine"], sub["y"], n_boot=n_boot, groups=sub["group"]
+    )
+    auc = M.auroc_ci(sub["max_cosine"], sub["y"], n_boot=1).auroc
+    axes[0].plot(grid, tpr, color=color, label=f"vs {neg} (AUROC {auc:.3f})")
+    axes[0].fill_between(grid, lo, hi, color=color, alpha=0.2)
+    for t in marks.values():
+        p = M.operating_point(sub["max_cosine"], sub["y"], t)
+        axes[0].plot(p["fpr"], p["tpr"], marker="o", color=color, ms=5)
+        axes[0].annotate(
+            f"{t:.2f}", (p["fpr"], p["tpr"]), fontsize=7, xytext=(4, -8), textcoords="offset points"
+        )
+    pr = M.pr_curve(sub["max_cosine"], sub["y"])
+    axes[1].plot(pr.x, pr.y, color=color, label=f"vs {neg}")
 
 
 def plot_risk_coverage(frame: pd.DataFrame, marks: dict[str, float]) -> Any:
-    """Risk (share of answers that should have been abstentions) against coverage, all questions."""
+    """Risk (share of answers that should have been abstentions) against coverage, all questions,
+    one panel per corpus."""
     import matplotlib.pyplot as plt
 
-    y = (frame["label"] == "answerable").astype(int)
-    rc = M.risk_coverage(frame["max_cosine"], y)
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(rc.coverage, rc.risk, label=f"max cosine (AURC {M.aurc(rc):.3f})")
-    for name, t in marks.items():
-        p = M.operating_point(frame["max_cosine"], y, t)
-        ax.plot(p["coverage"], p["risk"], marker="o", color="k", ms=4)
-        ax.annotate(
-            f"{name} {t:.2f}",
-            (p["coverage"], p["risk"]),
-            fontsize=7,
-            xytext=(4, 4),
-            textcoords="offset points",
+    parts = list(_corpora(frame))
+    fig, axes = plt.subplots(1, len(parts), figsize=(7 * len(parts), 4), squeeze=False)
+    for ax, (corpus, part) in zip(axes[0], parts, strict=True):
+        y = (part["label"] == "answerable").astype(int)
+        rc = M.risk_coverage(part["max_cosine"], y)
+        ax.plot(rc.coverage, rc.risk, label=f"max cosine (AURC {M.aurc(rc):.3f})")
+        for name, t in marks.items():
+            p = M.operating_point(part["max_cosine"], y, t)
+            ax.plot(p["coverage"], p["risk"], marker="o", color="k", ms=4)
+            ax.annotate(
+                f"{name} {t:.2f}",
+                (p["coverage"], p["risk"]),
+                fontsize=7,
+                xytext=(4, 4),
+                textcoords="offset points",
+            )
+        ax.set(
+            xlabel="coverage (share of all questions answered)",
+            ylabel="risk (share of answers that are false)",
+            title=_titled("risk–coverage", corpus),
         )
-    ax.set(
-        xlabel="coverage (share of all questions answered)",
-        ylabel="risk (share of answers that are false)",
-        title="risk–coverage",
-    )
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
 
-def plot_distributions(frame: pd.DataFrame, marks: dict[str, float]) -> Any:
-    """Histograms of max cosine by label, with the thresholds marked."""
+def plot_distributions(
+    frame: pd.DataFrame,
+    marks: dict[str, float],
+    recommended: Mapping[str, Mapping[str, float]] | None = None,
+) -> Any:
+    """Histograms of max cosine by label, one row per corpus on one shared x axis, with `marks`
+    (dashed) and each corpus's own recommended thresholds (`recommended[corpus]`, dotted red)."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(11, 3.5))
+    parts = list(_corpora(frame))
+    fig, axes = plt.subplots(
+        len(parts), 1, figsize=(11, 3.5 * len(parts)), squeeze=False, sharex=True
+    )
     lo = max(0.0, float(frame["max_cosine"].min()) - 0.02)
     bins = np.linspace(lo, min(1.0, float(frame["max_cosine"].max()) + 0.02), 60)
-    for label, g in frame.groupby("label"):
-        ax.hist(g["max_cosine"], bins=bins, alpha=0.5, density=True, label=f"{label} (n={len(g)})")
-    for name, t in marks.items():
-        ax.axvline(t, color="k", ls="--", lw=1)
-        ax.text(
-            t, 1.01, name, rotation=0, fontsize=7, ha="center", transform=ax.get_xaxis_transform()
-        )
-    ax.set(xlabel="max cosine of the final notes", ylabel="density")
-    ax.legend(fontsize=8)
+    for ax, (corpus, part) in zip(axes[:, 0], parts, strict=True):
+        for label, g in part.groupby("label"):
+            ax.hist(
+                g["max_cosine"], bins=bins, alpha=0.5, density=True, label=f"{label} (n={len(g)})"
+            )
+        for name, t in marks.items():
+            ax.axvline(t, color="k", ls="--", lw=1)
+            ax.text(t, 1.01, name, fontsize=7, ha="center", transform=ax.get_xaxis_transform())
+        own = (recommended or {}).get(corpus, {})
+        for i, (name, t) in enumerate(own.items()):
+            ax.axvline(t, color="C3", ls=":", lw=1.2)
+            ax.text(
+                t,
+                0.92 - 0.08 * i,
+                f"recommended {name} {t:.3f} ",
+                fontsize=7,
+                color="C3",
+                ha="right",
+                transform=ax.get_xaxis_transform(),
+            )
+        ax.set(ylabel="density", title=_titled("max cosine of the final notes by label", corpus))
+        ax.legend(fontsize=8, loc="upper left")
+    axes[-1, 0].set_xlabel("max cosine of the final notes")
     fig.tight_layout()
     return fig

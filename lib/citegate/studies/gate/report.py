@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from citegate.studies.gate.compute import of_corpus
 
 
 def conclusion(
@@ -16,13 +19,57 @@ def conclusion(
     target_fpr: float,
     negative: str | None = None,
 ) -> str:
-    """Markdown conclusion from this run's numbers: every claim follows from a measured value.
+    """Markdown conclusion of one corpus from this run's numbers: every claim follows from a
+    measured value.
 
     `negative` is the kind the recommendation was tuned against (default: the kind of the
     `design` operating points, which the notebook computes against the same kind)."""
-    tuned = negative or _design_negative(design)
+    body = _corpus_lines(aurocs, design, test_points, rec, target_fpr, negative)
+    return "\n".join(["## Conclusion", "", *body])
+
+
+def corpora_conclusion(
+    aurocs: pd.DataFrame,
+    design: pd.DataFrame,
+    test_points: pd.DataFrame,
+    shared_points: pd.DataFrame,
+    recs: Mapping[str, dict[str, float]],
+    target_fpr: float,
+    production: str,
+    languages: pd.DataFrame | None = None,
+) -> str:
+    """Markdown conclusion of several corpora (`per_corpus` tables): what differs between them,
+    then one section per corpus with the one-corpus conclusion's lines. `shared_points` are each
+    corpus's test operating points at the production corpus's thresholds (`recs[production]`);
+    `languages` the per-language AUROCs (`language_aurocs`)."""
     lines = ["## Conclusion", ""]
-    lines += [
+    lines += _comparison_lines(aurocs, test_points, shared_points, recs, production)
+    for corpus, rec in recs.items():
+        role = " (its thresholds are the recommendation)" if corpus == production else ""
+        lines += ["", f"### {corpus}{role}", ""]
+        lines += _corpus_lines(
+            of_corpus(aurocs, corpus),
+            of_corpus(design, corpus),
+            of_corpus(test_points, corpus),
+            rec,
+            target_fpr,
+        )
+        if languages is not None and len(languages):
+            lines += _language_lines(of_corpus(languages, corpus))
+    return "\n".join(lines)
+
+
+def _corpus_lines(
+    aurocs: pd.DataFrame,
+    design: pd.DataFrame,
+    test_points: pd.DataFrame,
+    rec: dict[str, float],
+    target_fpr: float,
+    negative: str | None = None,
+) -> list[str]:
+    """The bullet lines of one corpus's conclusion."""
+    tuned = negative or _design_negative(design)
+    lines = [
         _separation_line(r) for r in aurocs[aurocs["signal"] == "max_cosine"].to_dict("records")
     ]
     best = aurocs.sort_values("AUROC", ascending=False).groupby("negatives").head(1)
@@ -37,7 +84,109 @@ def conclusion(
     )
     points = test_points[test_points["point"].str.startswith("sufficient_score")]
     lines += [_test_line(r, rec, tuned, target_fpr) for r in points.to_dict("records")]
-    return "\n".join(lines)
+    return lines
+
+
+def _comparison_lines(
+    aurocs: pd.DataFrame,
+    test_points: pd.DataFrame,
+    shared_points: pd.DataFrame,
+    recs: Mapping[str, dict[str, float]],
+    production: str,
+) -> list[str]:
+    """What the corpora share and where they differ: the max-cosine verdict per kind of negative
+    and whether the production corpus's threshold carries over to the others."""
+    cos = aurocs[aurocs["signal"] == "max_cosine"]
+    lines = []
+    for neg, g in cos.groupby("negatives", sort=False):
+        rows = g.to_dict("records")
+        verdicts = {_verdict(r) for r in rows}
+        parts = "; ".join(
+            f"on {r['corpus']} it {_VERDICTS[_verdict(r)]} (AUROC {r['AUROC']:.3f}, "
+            f"CI {r['CI low']:.3f}–{r['CI high']:.3f})"
+            for r in rows
+        )
+        line = f"- Max cosine against **{neg}** questions: {parts}."
+        if len(rows) > 1 and len(verdicts) > 1:
+            line += (
+                " The same signal and embedder give different verdicts on different corpora, so "
+                "the gate's quality (and its thresholds) is a property of the corpus, not only of "
+                "the embedder."
+            )
+        elif len(rows) > 1:
+            line += " The verdict is the same on every corpus."
+        lines.append(line)
+    own = ", ".join(f"{c} {r['sufficient_score']:.3f}" for c, r in recs.items())
+    lines.append(f"- The sufficient score each corpus's own tune split recommends: {own}.")
+    lines += [
+        _carry_line(c, of_corpus(test_points, c), of_corpus(shared_points, c), recs, production)
+        for c in recs
+        if c != production
+    ]
+    return lines
+
+
+def _carry_line(
+    corpus: str,
+    own: pd.DataFrame,
+    shared: pd.DataFrame,
+    recs: Mapping[str, dict[str, float]],
+    production: str,
+) -> str:
+    """One corpus's test answer and false-answer rates at its own recommended sufficient score
+    and at the production corpus's."""
+
+    def rates(points: pd.DataFrame) -> str:
+        rows = points[points["point"].str.startswith("sufficient_score")].to_dict("records")
+        if not rows:
+            return "no test questions"
+        answered = f"{rows[0]['tpr']:.1%} of answerable answered"
+        false = ", ".join(f"{r['fpr']:.1%} of {r['negatives']}" for r in rows)
+        return f"{answered}, {false} answered falsely"
+
+    mine, theirs = recs[corpus]["sufficient_score"], recs[production]["sufficient_score"]
+    return (
+        f"- On {corpus}'s test split, at its own sufficient score {mine:.3f}: {rates(own)}; at "
+        f"{production}'s {theirs:.3f} (the production recommendation): {rates(shared)}."
+    )
+
+
+def _language_lines(languages: pd.DataFrame) -> list[str]:
+    """Per kind of negative, max-cosine AUROC and answerable median max cosine per language, and
+    the language whose answerable questions score lowest (one threshold serves every language,
+    so a low-scoring language is the one a high threshold turns away first)."""
+    lines = []
+    for neg, g in languages.groupby("negatives", sort=False):
+        if g["language"].nunique() < 2:
+            continue
+        cells = ", ".join(
+            f"{r['language']} {r['AUROC']:.3f} [{r['CI low']:.3f}, {r['CI high']:.3f}] "
+            f"(median answerable {r['median max cosine, answerable']:.3f}, n={r['answerable']})"
+            for r in g.to_dict("records")
+        )
+        med = g.set_index("language")["median max cosine, answerable"]
+        lines.append(
+            f"- Per query language against {neg}: {cells}. Answerable questions in "
+            f"**{med.idxmin()}** score lowest (median {med.min():.3f} vs {med.max():.3f} in "
+            f"{med.idxmax()})."
+        )
+    return lines
+
+
+_VERDICTS = {
+    "separates": "separates answerable from them",
+    "chance": "does not separate better than chance (the interval includes 0.5)",
+    "inverted": "ranks them *above* answerable ones, worse than chance",
+}
+
+
+def _verdict(r: Mapping[str, Any]) -> str:
+    """ "separates", "chance" or "inverted", judged by the AUROC's 95% CI against 0.5."""
+    if r["CI low"] > 0.5:
+        return "separates"
+    if r["CI high"] < 0.5:
+        return "inverted"
+    return "chance"
 
 
 def _design_negative(design: pd.DataFrame) -> str:
