@@ -5,7 +5,7 @@ adds its subcommands and `cmd_*` functions that call the domain modules' plain f
     ask      ask                     run      run (experiments)
     promote  promote                 ltr      ltr train
     bench    bench, rerank-eval      reports  screenshot
-    tools    tts-tracks (maintainers)
+    tools    tts-tracks (maintainers)  audit    audit-sheet (label audits)
 
 This package is the top layer: it may import every other subpackage, and it is the only place
 that imports argparse. The entry point is `citegate = "citegate.cli:main"` (`python -m citegate`).
@@ -17,13 +17,13 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from citegate.cli import ask, bench, corpus, data, ltr, promote, reports, run, scale, tools
+from citegate.cli import ask, audit, bench, corpus, data, ltr, promote, reports, run, scale, tools
 from citegate.core.errors import CitegateError
 
 Handler = Callable[[argparse.Namespace], int]
 
 # Command groups in the order `citegate --help` lists them.
-GROUPS = (corpus, ask, data, run, promote, ltr, bench, scale, reports, tools)
+GROUPS = (corpus, ask, data, audit, run, promote, ltr, bench, scale, reports, tools)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from citegate.core import paths
 from citegate.core.errors import InputError
+from citegate.corpus.audit import JUDGMENTS, Judgment, audit_counts, audit_path, load_audit
 from citegate.corpus.questions import (
     SETS,
     QuestionSet,
@@ -22,6 +23,8 @@ from citegate.corpus.questions import (
 
 CARD = paths.DATA / "CARD.md"
 BEGIN, END = "<!-- counts:begin -->", "<!-- counts:end -->"
+AUDIT_BEGIN, AUDIT_END = "<!-- audit:begin -->", "<!-- audit:end -->"
+AUDITED_SET = "gita-split"
 
 
 def counts_markdown(sets: Iterable[QuestionSet]) -> str:
@@ -44,25 +47,43 @@ def counts_markdown(sets: Iterable[QuestionSet]) -> str:
     return "\n".join(lines)
 
 
-def card_counts(card: Path = CARD) -> str:
-    """The counts table currently written in the data card."""
+def card_counts(card: Path = CARD, begin: str = BEGIN, end: str = END) -> str:
+    """The counts table currently written in the data card (between `begin` and `end`)."""
     text = card.read_text(encoding="utf-8")
-    m = re.search(re.escape(BEGIN) + r"(.*?)" + re.escape(END), text, re.S)
+    m = re.search(re.escape(begin) + r"(.*?)" + re.escape(end), text, re.S)
     if not m:
-        raise InputError(card, "-", f"no counts table between {BEGIN} and {END}")
+        raise InputError(card, "-", f"no table between {begin} and {end}")
     return m.group(1).strip()
 
 
-def write_card_counts(table: str, card: Path = CARD) -> None:
-    """Replace the counts table in the data card."""
+def write_card_counts(table: str, card: Path = CARD, begin: str = BEGIN, end: str = END) -> None:
+    """Replace the counts table (between `begin` and `end`) in the data card."""
     text = card.read_text(encoding="utf-8")
     new = re.sub(
-        re.escape(BEGIN) + r".*?" + re.escape(END),
-        lambda _: f"{BEGIN}\n{table}\n{END}",
+        re.escape(begin) + r".*?" + re.escape(end),
+        lambda _: f"{begin}\n{table}\n{end}",
         text,
         flags=re.S,
     )
     card.write_text(new, encoding="utf-8")
+
+
+def audit_markdown(audit: Iterable[Judgment]) -> str:
+    """The audit's judgments per raw label (with each label's answerable share) and every
+    ambiguous case with its reason, as Markdown: the card's audit entry, computed from the file."""
+    items = list(audit)
+    lines = [
+        "| raw label | " + " | ".join(JUDGMENTS) + " | judged | share answerable |",
+        "|---|" + "---:|" * (len(JUDGMENTS) + 2),
+    ]
+    for label, row in audit_counts(items).items():
+        total = sum(row.values())
+        counts = " | ".join(str(row[j]) for j in JUDGMENTS)
+        lines.append(f"| {label} | {counts} | {total} | {row['answerable'] / total:.3f} |")
+    ambiguous = [j for j in items if j.judgment == "ambiguous"]
+    lines += ["", f"Ambiguous cases ({len(ambiguous)}):", ""]
+    lines += [f"- `{j.id}` ({j.label}): {j.reason}" for j in ambiguous] or ["- none"]
+    return "\n".join(lines)
 
 
 def check_all(conn: object | None, embedder_id: str | None) -> list[QuestionSet]:
@@ -81,6 +102,7 @@ def check_all(conn: object | None, embedder_id: str | None) -> list[QuestionSet]
     if conn is not None and embedder_id:
         for s in sets:
             resolve_gold(conn, s, embedder_id)  # type: ignore[arg-type]
+    check_audit_card()
     return sets
 
 
@@ -88,7 +110,18 @@ def rebuild() -> int:
     """Rebuild every question set from its sources and the card's counts table; the set count."""
     write_sets(build_sets())
     write_card_counts(counts_markdown(load_set(n) for n in SETS))
+    audit = load_audit(audit_path(AUDITED_SET)).values()
+    write_card_counts(audit_markdown(audit), begin=AUDIT_BEGIN, end=AUDIT_END)
     return len(SETS)
+
+
+def check_audit_card(card: Path = CARD) -> None:
+    """Refuse (InputError) when the card's audit entry is not the audit file's own."""
+    audit = load_audit(audit_path(AUDITED_SET)).values()
+    if audit_markdown(audit) != card_counts(card, AUDIT_BEGIN, AUDIT_END):
+        raise InputError(
+            card, "-", "audit entry disagrees with the audit file (run `citegate data build`)"
+        )
 
 
 def check_card(table: str, card: Path = CARD) -> None:

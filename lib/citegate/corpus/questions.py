@@ -5,6 +5,10 @@ Labels: `answerable` (gold fragments exist in the set's corpus build), `out_of_c
 the gold lies only in a held-out part), `out_of_scope` (a gita/xquad assistant must decline).
 Splits: `tune` / `test` by a salted hash of the question's group (its gold verse or article), so a
 verse or an article never sits on both sides.
+Audits: a set with a label audit (`data/questions/audits/<set>.jsonl`, `citegate.corpus.audit`)
+carries each judged question's `audit` and supporting `audit_address`; `audited_label` turns an
+`out_of_corpus` question the judge found answerable from the indexed corpus into
+`held_out_answerable`. The raw `label` never changes.
 """
 
 from __future__ import annotations
@@ -22,6 +26,13 @@ import psycopg
 
 from citegate.core import paths
 from citegate.core.errors import InputError
+from citegate.corpus.audit import (
+    HELD_OUT_ANSWERABLE,
+    JUDGMENTS,
+    audit_path,
+    check_against,
+    load_audit,
+)
 from citegate.corpus.builds import build_id, heldout_gita_chapters, heldout_xquad_articles
 from citegate.corpus.sources.address import find_verse_refs, verse_label
 from citegate.corpus.sources.xquad import load_xquad, paragraph_key
@@ -50,11 +61,25 @@ class Question:
     group: str
     topic: str = ""
     mentions_address: bool = False
+    audit: str = ""  # "" not audited | "answerable" | "not_answerable" | "ambiguous"
+    audit_address: str = ""  # the indexed verse that answers it, when audit == "answerable"
+
+    @property
+    def audited_label(self) -> str:
+        """`held_out_answerable` for an `out_of_corpus` question judged answerable from the
+        indexed corpus; otherwise the raw `label` (unaudited, ambiguous and other labels)."""
+        if self.label == "out_of_corpus" and self.audit == "answerable":
+            return HELD_OUT_ANSWERABLE
+        return self.label
 
     def to_json(self) -> str:
-        """One JSONL line."""
+        """One JSONL line. Empty audit fields are left out, so an unaudited set's lines (and
+        its digest) are what they were before audits existed."""
         d = asdict(self)
         d["gold"] = list(self.gold)
+        for name in ("audit", "audit_address"):
+            if not d[name]:
+                del d[name]
         return json.dumps(d, ensure_ascii=False)
 
 
@@ -292,17 +317,36 @@ def _relabel_xquad(q: Question) -> Question:
     return replace(q, corpus="xquad-split", label=label)
 
 
-def build_sets() -> dict[str, QuestionSet]:
-    """Every question set, rebuilt deterministically from the sources."""
+def build_sets(audits: Path | None = None) -> dict[str, QuestionSet]:
+    """Every question set, rebuilt deterministically from the sources; a set with an audit file
+    in `audits` (default `data/questions/audits/`) carries its judgments."""
     gita = _dedup(_gitaverse() + _written_ru())
     xq = _dedup(_xquad())
-    return {
+    sets = {
         "gita": QuestionSet("gita", "gita", tuple(gita)),
         "gita-split": QuestionSet("gita-split", "gita-split", tuple(map(_relabel_gita, gita))),
         "xquad": QuestionSet("xquad", "xquad", tuple(xq)),
         "xquad-split": QuestionSet("xquad-split", "xquad-split", tuple(map(_relabel_xquad, xq))),
         "out-of-scope": QuestionSet("out-of-scope", ANY_CORPUS, tuple(_dedup(_out_of_scope()))),
     }
+    return {name: apply_audit(s, audit_path(name, audits)) for name, s in sets.items()}
+
+
+def apply_audit(qset: QuestionSet, path: Path) -> QuestionSet:
+    """The set with the judgments of the audit file at `path` copied into its questions (the
+    set itself when there is no such file). An audited id missing from the set, or judged under
+    another label, raises `InputError` naming the audit file and line."""
+    audit = load_audit(path)
+    if not audit:
+        return qset
+    check_against(path, audit, {q.id: q.label for q in qset.questions})
+    qs = tuple(
+        replace(q, audit=audit[q.id].judgment, audit_address=audit[q.id].address)
+        if q.id in audit
+        else q
+        for q in qset.questions
+    )
+    return QuestionSet(qset.name, qset.corpus, qs)
 
 
 def write_sets(sets: dict[str, QuestionSet], folder: Path | None = None) -> None:
@@ -335,7 +379,12 @@ _TYPES: dict[str, type] = {
     "corpus": str,
     "group": str,
 }
-_OPTIONAL: dict[str, type] = {"topic": str, "mentions_address": bool}
+_OPTIONAL: dict[str, type] = {
+    "topic": str,
+    "mentions_address": bool,
+    "audit": str,
+    "audit_address": str,
+}
 
 
 def _parse(path: Path, n: int, rec: dict[str, Any]) -> Question:
@@ -353,6 +402,10 @@ def _parse(path: Path, n: int, rec: dict[str, Any]) -> Question:
         raise InputError(path, n, "gold must be a list of references (strings)")
     if (rec["label"] == "out_of_scope") != (not rec["gold"]):
         raise InputError(path, n, "out_of_scope questions have no gold; the others need gold")
+    if rec.get("audit", "") not in ("", *JUDGMENTS):
+        raise InputError(path, n, f"audit {rec['audit']!r} is not one of {JUDGMENTS}")
+    if bool(rec.get("audit_address")) and rec.get("audit") != "answerable":
+        raise InputError(path, n, "audit_address is only set for an 'answerable' audit")
     return Question(**{**rec, "gold": tuple(rec["gold"])})
 
 

@@ -1,0 +1,207 @@
+"""The review sheet of a label audit: for each sampled question, its text, its gold verse(s) with
+their text, and the top notes the split corpus returns for it (address and text), so a judge can
+say whether the indexed corpus answers it (`citegate.corpus.audit`).
+
+The sample and the notes are the shared study pass's: `sample(questions, 400)` of the whole set
+(split "all"), every test-split `out_of_corpus` question among its first 400 `out_of_corpus` ones
+plus the first `control` test-split `answerable` ones, and the final notes of the cached traces
+replayed under the design config with the LTR reranker's scores. Building the sheet touches no
+model; the database gives the note and gold texts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psycopg
+
+from citegate.core import config, paths
+from citegate.corpus.questions import Question
+from citegate.research.study import StudySet, load_study
+
+LIMIT = 400
+CONTROL = 50
+TOP = 6
+RERANKER = "ltr/default"
+GOLD_TRANSLATOR = "gambirananda"  # a close English translation, shown for the gold verse
+TEXT_CHARS = 700  # of a note in the Markdown sheet (the JSONL keeps the whole text)
+
+
+@dataclass(frozen=True)
+class SheetNote:
+    """One returned note: rank among the final notes, address, kind, cosine, text."""
+
+    rank: int
+    fragment_id: int
+    address: str
+    kind: str
+    cosine: float
+    text: str
+
+
+@dataclass(frozen=True)
+class SheetRow:
+    """One question to judge."""
+
+    id: str
+    label: str
+    language: str
+    split: str
+    text: str
+    gold: list[str]
+    gold_text: dict[str, str]
+    decision: str
+    notes: list[SheetNote]
+
+    def to_json(self) -> str:
+        """One JSONL line (stable key order)."""
+        return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
+
+
+def audit_sample(questions: Sequence[Question], control: int = CONTROL) -> list[Question]:
+    """The audited questions, in sample order: every test `out_of_corpus` one, then the first
+    `control` test `answerable` ones (`questions`: the study's sample, already in that order)."""
+    ooc = [q for q in questions if q.label == "out_of_corpus" and q.split == "test"]
+    ans = [q for q in questions if q.label == "answerable" and q.split == "test"]
+    return ooc + ans[:control]
+
+
+def study_set(
+    set_name: str = "gita-split", progress: bool = False
+) -> tuple[StudySet, config.PipelineConfig]:
+    """The shared pass (warm trace cache: no model runs) and the config its notes replay under."""
+    study = load_study(
+        {set_name: set_name},
+        config.DESIGN,
+        limit=LIMIT,
+        split="all",
+        reranker=RERANKER,
+        progress=progress,
+    )
+    return study.sets[set_name], study.config
+
+
+def build_sheet(
+    conn: psycopg.Connection,
+    sset: StudySet,
+    cfg: config.PipelineConfig,
+    *,
+    control: int = CONTROL,
+    top: int = TOP,
+) -> list[SheetRow]:
+    """One row per audited question: the replayed final notes (top `top`) with their texts and
+    the gold verses' text from the full build (held out of the split one)."""
+    chosen = audit_sample(sset.questions, control)
+    results = sset.replay_all(cfg)
+    notes = {q.id: results[q.id].notes[:top] for q in chosen}
+    ids = sorted({c.fragment_id for ns in notes.values() for c in ns})
+    texts = fragment_texts(conn, ids)
+    full = sset.corpus.removesuffix("-split")
+    gold = gold_texts(conn, full, sorted({g for q in chosen for g in q.gold}))
+    return [
+        SheetRow(
+            q.id,
+            q.label,
+            q.language,
+            q.split,
+            q.text,
+            list(q.gold),
+            {g: gold.get(g, "") for g in q.gold},
+            str(results[q.id].decision),
+            [
+                SheetNote(
+                    i,
+                    c.fragment_id,
+                    c.addr_label or c.frag_key,
+                    c.kind,
+                    round(c.score, 4),
+                    texts.get(c.fragment_id, ""),
+                )
+                for i, c in enumerate(notes[q.id], 1)
+            ],
+        )
+        for q in chosen
+    ]
+
+
+def fragment_texts(conn: psycopg.Connection, ids: Sequence[int]) -> dict[int, str]:
+    """fragment id -> text (slim traces carry none)."""
+    rows = conn.execute("SELECT id, text FROM fragments WHERE id = ANY(%s)", (list(ids),))
+    return dict(rows.fetchall())
+
+
+def gold_texts(conn: psycopg.Connection, corpus: str, labels: Sequence[str]) -> dict[str, str]:
+    """verse address -> its text in `corpus` (the `GOLD_TRANSLATOR` translation, else the first
+    by key)."""
+    rows = conn.execute(
+        "SELECT addr_label, frag_key, text FROM fragments WHERE corpus = %s AND kind = 'verse' "
+        "AND addr_label = ANY(%s) ORDER BY addr_label, frag_key",
+        (corpus, list(labels)),
+    ).fetchall()
+    out: dict[str, str] = {}
+    for label, key, text in rows:
+        if label not in out or key.endswith(f":{GOLD_TRANSLATOR}"):
+            out[label] = text
+    return out
+
+
+def sheet_digest(rows: Sequence[SheetRow]) -> str:
+    """sha256 of the sheet's JSONL content: the audit records name the sheet their judge read."""
+    return hashlib.sha256("".join(r.to_json() + "\n" for r in rows).encode("utf-8")).hexdigest()
+
+
+def sheet_markdown(rows: Sequence[SheetRow], digest: str) -> str:
+    """The sheet for reading: one section per question, numbered in sample order."""
+    out = [
+        "# Label audit review sheet",
+        "",
+        f"sheet digest `{digest}`; {len(rows)} questions; notes: top {TOP} final notes of the split "
+        "corpus (replayed trace, design config, LTR scores).",
+        "",
+    ]
+    for n, r in enumerate(rows, 1):
+        out += [
+            f"## {n}. {r.id} [{r.label}, {r.language}, {r.split}] decision={r.decision}",
+            "",
+            f"**Q:** {r.text}",
+            "",
+        ]
+        where = "held out" if r.label == "out_of_corpus" else "indexed"
+        out += [f"- gold {g} ({where}): {_one_line(t)}" for g, t in r.gold_text.items()]
+        out += [""]
+        out += [
+            f"{c.rank}. `{c.address}` ({c.kind}, cos {c.cosine:.3f}): {_one_line(c.text)}"
+            for c in r.notes
+        ]
+        out += [""]
+    return "\n".join(out)
+
+
+def _one_line(text: str, limit: int = TEXT_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def write_sheet(rows: Sequence[SheetRow], folder: Path | None = None, name: str = "") -> dict:
+    """Write `<name>.sheet.jsonl` and `<name>.sheet.md` under `folder` (default var/audit/);
+    returns the paths and the sheet digest."""
+    folder = Path(folder or paths.var_dir() / "audit")
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = sheet_digest(rows)
+    jsonl = folder / f"{name}.sheet.jsonl"
+    md = folder / f"{name}.sheet.md"
+    jsonl.write_text("".join(r.to_json() + "\n" for r in rows), encoding="utf-8")
+    md.write_text(sheet_markdown(rows, digest), encoding="utf-8")
+    return {"jsonl": str(jsonl), "markdown": str(md), "digest": digest, "questions": len(rows)}
+
+
+def label_counts(rows: Sequence[SheetRow]) -> Mapping[str, int]:
+    """label -> questions on the sheet."""
+    out: dict[str, int] = {}
+    for r in rows:
+        out[r.label] = out.get(r.label, 0) + 1
+    return out
