@@ -42,11 +42,15 @@ def compare(value: float, threshold: float, name: str = "", digits: int = 3) -> 
 
 
 def _printed(value: float, threshold: float, digits: int) -> tuple[str, str, str]:
+    """The threshold as configured (up to 6 significant digits), the value with `digits`
+    decimals or more, until the printed pair compares as the true pair does."""
     op = "≥" if value >= threshold else "<"
+    b = f"{threshold:.6g}"
     for d in range(digits, 10):
-        a, b = f"{value:.{d}f}", f"{threshold:.{d}f}"
-        if (float(a) >= float(b)) == (value >= threshold) and (a != b or value == threshold):
-            return a, op, b.rstrip("0").rstrip(".") if "." in b else b
+        a = f"{value:.{d}f}"
+        same = float(a) == float(b)
+        if (float(a) >= float(b)) == (value >= threshold) and (not same or value == threshold):
+            return a, op, b
     return repr(value), op, repr(threshold)
 
 
