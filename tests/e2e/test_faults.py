@@ -91,13 +91,13 @@ def test_failing_sweep_child_fails_the_run_and_lookalike_vars_leave_artifacts_in
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
     monkeypatch.setenv("VOYAGE_API_KEY", FAKE_KEY)
     bad_sets = {"no-such-set": "gita-split"}
-    spec = _spec_copy(tracking, "03_gate_roc", sweep={"SETS": [bad_sets]})
+    spec = _spec_copy(tracking, "03_gate_roc", sweep={"CORPORA": [{"gita-split": bad_sets}]})
 
     code = main(["run", str(spec), "--profile", "tiny"])
 
     printed = capsys.readouterr()
     assert code != 0
-    assert "SETS=" in printed.out + printed.err and "no-such-set" in printed.out + printed.err
+    assert "CORPORA=" in printed.out + printed.err and "no-such-set" in printed.out + printed.err
     runs = mlflow.search_runs(experiment_names=["citegate/03_gate_roc"], output_format="list")
     parent = next(r for r in runs if "mlflow.parentRunId" not in r.data.tags)
     child = next(r for r in runs if "mlflow.parentRunId" in r.data.tags)

@@ -377,3 +377,28 @@ def of_corpus(table: pd.DataFrame, corpus: str) -> pd.DataFrame:
 def recommendations_table(recs: Mapping[str, dict[str, float]]) -> pd.DataFrame:
     """One row per corpus: the thresholds its own tune split recommends."""
     return pd.DataFrame([{"corpus": c, **r} for c, r in recs.items()])
+
+
+def language_answer_rates(
+    frame: pd.DataFrame, recs: Mapping[str, dict[str, float]]
+) -> pd.DataFrame:
+    """Per corpus and query language: the share of TEST-split answerable questions whose max
+    cosine reaches that corpus's recommended sufficient score (Wilson 95% interval). One
+    threshold serves every language, so this is where a language that scores lower pays."""
+    rows = []
+    test = frame[(frame["split"] == "test") & (frame["label"] == "answerable")]
+    for (corpus, lang), g in test.groupby(["corpus", "language"], sort=True):
+        t = recs[str(corpus)]["sufficient_score"]
+        rate, low, high = M.rate_ci(g["max_cosine"] >= t)
+        rows.append(
+            {
+                "corpus": corpus,
+                "language": lang,
+                "sufficient_score": t,
+                "answer rate": rate,
+                "CI low": low,
+                "CI high": high,
+                "answerable": len(g),
+            }
+        )
+    return pd.DataFrame(rows)

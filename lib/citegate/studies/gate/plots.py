@@ -71,18 +71,23 @@ def plot_two_scale(sweep: pd.DataFrame, design: dict[str, float]) -> Any:
 
 
 def plot_roc_pr(
-    frame: pd.DataFrame, negatives: Sequence[str], marks: dict[str, float], n_boot: int = 200
+    frame: pd.DataFrame,
+    negatives: Sequence[str],
+    marks: dict[str, float],
+    n_boot: int = 200,
+    recommended: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Any:
     """ROC (with a bootstrap band over question groups, as the AUROC intervals) and
-    precision–recall of max cosine, per kind of negative, one row per corpus; `marks`
-    thresholds marked on the ROC."""
+    precision–recall of max cosine, per kind of negative, one row per corpus; `marks` and each
+    corpus's own `recommended[corpus]` thresholds marked on its ROC."""
     import matplotlib.pyplot as plt
 
     parts = list(_corpora(frame))
     fig, axes = plt.subplots(len(parts), 2, figsize=(11, 4.2 * len(parts)), squeeze=False)
     for row, (corpus, part) in zip(axes, parts, strict=True):
+        here = {**marks, **(recommended or {}).get(corpus, {})}
         for i, neg in enumerate(negatives):
-            _draw_roc_pr(row, contrast(part, neg), neg, f"C{i}", marks, n_boot)
+            _draw_roc_pr(row, contrast(part, neg), neg, f"C{i}", here, n_boot)
         row[0].plot([0, 1], [0, 1], color="grey", ls="--", lw=1)
         row[0].set(
             xlabel="false-answer rate (negatives answered)",
@@ -195,7 +200,8 @@ def plot_distributions(
                 ha="right",
                 transform=ax.get_xaxis_transform(),
             )
-        ax.set(ylabel="density", title=_titled("max cosine of the final notes by label", corpus))
+        ax.set_ylabel("density")
+        ax.set_title(_titled("max cosine of the final notes by label", corpus), pad=14)
         ax.legend(fontsize=8, loc="upper left")
     axes[-1, 0].set_xlabel("max cosine of the final notes")
     fig.tight_layout()

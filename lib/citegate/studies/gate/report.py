@@ -37,11 +37,13 @@ def corpora_conclusion(
     target_fpr: float,
     production: str,
     languages: pd.DataFrame | None = None,
+    language_rates: pd.DataFrame | None = None,
 ) -> str:
     """Markdown conclusion of several corpora (`per_corpus` tables): what differs between them,
-    then one section per corpus with the one-corpus conclusion's lines. `shared_points` are each
-    corpus's test operating points at the production corpus's thresholds (`recs[production]`);
-    `languages` the per-language AUROCs (`language_aurocs`)."""
+    then one section per corpus with the one-corpus conclusion's lines. `shared_points` are the
+    other corpora's test operating points at the production corpus's thresholds
+    (`recs[production]`); `languages` the per-language AUROCs (`language_aurocs`) and
+    `language_rates` the per-language answer rates (`language_answer_rates`)."""
     lines = ["## Conclusion", ""]
     lines += _comparison_lines(aurocs, test_points, shared_points, recs, production)
     for corpus, rec in recs.items():
@@ -54,8 +56,7 @@ def corpora_conclusion(
             rec,
             target_fpr,
         )
-        if languages is not None and len(languages):
-            lines += _language_lines(of_corpus(languages, corpus))
+        lines += _language_lines(_rows_of(languages, corpus), _rows_of(language_rates, corpus))
     return "\n".join(lines)
 
 
@@ -102,8 +103,8 @@ def _comparison_lines(
         rows = g.to_dict("records")
         verdicts = {_verdict(r) for r in rows}
         parts = "; ".join(
-            f"on {r['corpus']} it {_VERDICTS[_verdict(r)]} (AUROC {r['AUROC']:.3f}, "
-            f"CI {r['CI low']:.3f}–{r['CI high']:.3f})"
+            f"on {r['corpus']}, AUROC {r['AUROC']:.3f} (CI {r['CI low']:.3f}–{r['CI high']:.3f}): "
+            f"{_VERDICTS[_verdict(r)]}"
             for r in rows
         )
         line = f"- Max cosine against **{neg}** questions: {parts}."
@@ -151,32 +152,54 @@ def _carry_line(
     )
 
 
-def _language_lines(languages: pd.DataFrame) -> list[str]:
-    """Per kind of negative, max-cosine AUROC and answerable median max cosine per language, and
-    the language whose answerable questions score lowest (one threshold serves every language,
-    so a low-scoring language is the one a high threshold turns away first)."""
-    lines = []
-    for neg, g in languages.groupby("negatives", sort=False):
-        if g["language"].nunique() < 2:
-            continue
-        cells = ", ".join(
-            f"{r['language']} {r['AUROC']:.3f} [{r['CI low']:.3f}, {r['CI high']:.3f}] "
-            f"(median answerable {r['median max cosine, answerable']:.3f}, n={r['answerable']})"
+def _rows_of(table: pd.DataFrame | None, corpus: str) -> pd.DataFrame:
+    """One corpus's rows of an optional per-corpus table (empty when there is none)."""
+    return pd.DataFrame() if table is None or not len(table) else of_corpus(table, corpus)
+
+
+def _language_lines(languages: pd.DataFrame, rates: pd.DataFrame) -> list[str]:
+    """With two or more query languages: max-cosine AUROC per language and kind of negative, the
+    answerable questions' median max cosine per language, and the test answer rate per language
+    at the corpus's recommended sufficient score (one threshold serves every language)."""
+    if not len(languages) or languages["language"].nunique() < 2:
+        return []
+    per_kind = "; ".join(
+        f"against {neg} "
+        + ", ".join(
+            f"{r['language']} {r['AUROC']:.3f} [{r['CI low']:.3f}, {r['CI high']:.3f}]"
             for r in g.to_dict("records")
         )
-        med = g.set_index("language")["median max cosine, answerable"]
+        for neg, g in languages.groupby("negatives", sort=False)
+    )
+    med = (
+        languages.drop_duplicates("language")
+        .set_index("language")["median max cosine, answerable"]
+        .sort_values()
+    )
+    medians = ", ".join(f"{lang} {m:.3f}" for lang, m in med.items())
+    lines = [
+        f"- Max-cosine AUROC per query language: {per_kind}.",
+        f"- Median max cosine of answerable questions per language: {medians} (spread "
+        f"{med.max() - med.min():.3f}).",
+    ]
+    if len(rates):
+        t = float(rates["sufficient_score"].iloc[0])
+        cells = ", ".join(
+            f"{r['language']} {r['answer rate']:.1%} [{r['CI low']:.1%}, {r['CI high']:.1%}] "
+            f"(n={r['answerable']})"
+            for r in rates.to_dict("records")
+        )
         lines.append(
-            f"- Per query language against {neg}: {cells}. Answerable questions in "
-            f"**{med.idxmin()}** score lowest (median {med.min():.3f} vs {med.max():.3f} in "
-            f"{med.idxmax()})."
+            f"- Answerable test questions answered at the recommended sufficient score {t:.3f}, "
+            f"per language: {cells}."
         )
     return lines
 
 
 _VERDICTS = {
-    "separates": "separates answerable from them",
-    "chance": "does not separate better than chance (the interval includes 0.5)",
-    "inverted": "ranks them *above* answerable ones, worse than chance",
+    "separates": "it separates answerable from them",
+    "chance": "no better than chance (the interval includes 0.5)",
+    "inverted": "it ranks them *above* answerable ones, worse than chance",
 }
 
 
