@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import shutil
 from pathlib import Path
 
@@ -10,9 +12,11 @@ import psycopg
 import pytest
 import yaml
 
+from citegate.cli import main
 from citegate.core.config import PipelineConfig, accepted_metrics, save_config
 from citegate.core.errors import ConfigError
 from citegate.evaluation import metrics as M
+from citegate.models.gate_model import LearnedGate
 from citegate.store import load_production_config
 from citegate.tracking import promote as P
 from citegate.tracking import promote_report
@@ -34,16 +38,28 @@ def env(tmp_path: Path, demo_db: str, monkeypatch: pytest.MonkeyPatch) -> Path:
     return prod
 
 
-def crafted_run(tmp_path: Path, **changes: object) -> str:
-    """An MLflow run carrying a recommended_config.yaml, like notebook 03 leaves."""
+def crafted_run(
+    tmp_path: Path,
+    gate: LearnedGate | None = None,
+    why: dict[str, object] | None = None,
+    **changes: object,
+) -> str:
+    """An MLflow run carrying a recommended_config.yaml, like notebook 03 leaves; with `gate`,
+    also gate_model.json and a config naming it (as experiment 05 leaves), with `why` a
+    recommendation.json."""
     import mlflow
 
     from citegate.tracking.runner import tracking_uri
 
     mlflow.set_tracking_uri(tracking_uri())
-    cfg = PipelineConfig.from_dict(P.read_production(P.PRODUCTION)["pipeline"]).replace(**changes)
     folder = tmp_path / f"art-{len(list(tmp_path.glob('art-*')))}"
     folder.mkdir()
+    if gate is not None:
+        digest = gate.save(folder / "gate_model.json")
+        changes = {"gate": "learned", "gate_model": "gate_model.json", "gate_model_digest": digest}
+    if why is not None:
+        (folder / "recommendation.json").write_text(json.dumps(why), encoding="utf-8")
+    cfg = PipelineConfig.from_dict(P.read_production(P.PRODUCTION)["pipeline"]).replace(**changes)
     save_config(cfg, folder / "recommended_config.yaml")
     with mlflow.start_run() as run:
         mlflow.set_tags({"experiment": "03_gate_roc", "git_commit": "abc123"})
@@ -87,6 +103,97 @@ def test_accept_refuse_force_and_rollback(env: Path, tmp_path: Path) -> None:
     P.rollback()  # and forward again
     assert client.get_model_version_by_alias(P.REGISTERED_NAME, "production").version == prod_v
     assert original != after_first
+
+
+def cosine_gate(cosine: float) -> LearnedGate:
+    """A learned gate over max cosine alone that answers exactly when max cosine ≥ `cosine`
+    (p = logistic((max cosine − 0.8) / 0.05), threshold p at `cosine`)."""
+    return LearnedGate(
+        features=("max_cosine",),
+        language_stats={"*": (0.8, 0.05)},
+        mean=(0.8,),
+        scale=(0.05,),
+        coef=(1.0,),
+        intercept=0.0,
+        threshold=1 / (1 + math.exp(-(cosine - 0.8) / 0.05)),
+        certificate={"alpha": 0.05, "delta": 0.05, "n_neg": 200, "bound": 0.031},
+        trained_on={"run": "hand-set coefficients (test)"},
+    )
+
+
+CERTIFIED = {
+    "certified": {
+        "alpha": 0.05,
+        "delta": 0.05,
+        "out_of_corpus": {"n_neg": 200, "bound": 0.031},
+        "out_of_scope": {"n_neg": 250, "bound": 0.012},
+    }
+}
+
+
+@pytest.mark.db
+def test_a_learned_gate_is_promoted_with_its_model_and_answers_in_ask(
+    env: Path, tmp_path: Path, demo: psycopg.Connection, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = env.read_bytes()
+    prod = P.read_production(env)["pipeline"]
+    # Answers only where production's coverage gate also answers (max cosine ≥ good_enough, the
+    # higher threshold) and ranks questions as max cosine does: no guard can get worse.
+    top = max(prod["sufficient_score"], prod["good_enough_score"])
+    gate = cosine_gate(top)
+    digest = gate.save(tmp_path / "expected.json")
+    decision = P.promote(crafted_run(tmp_path, gate, CERTIFIED))
+    assert decision.accepted and not decision.forced, P.summary(decision)
+    assert [c.ok for c in decision.certificate] == [True, True]
+    assert "certificate out_of_corpus: bound 0.0310 ≤ alpha 0.05" in P.summary(decision)
+    doc = P.read_production(env)["pipeline"]
+    assert doc["gate"] == "learned" and doc["gate_model_digest"] == digest
+    assert doc["gate_model"] == f"gate_models/{digest[:12]}.json"
+    model_file = env.parent / doc["gate_model"]
+    assert model_file.read_bytes() == (tmp_path / "expected.json").read_bytes()
+    assert load_production_config(env, demo).gate == "learned"
+
+    question = "What does Chapter 2, Verse 13 say about the soul?"
+    ask = ["ask", question, "--config", str(env), "--corpus", "gita-split"]
+    assert main([*ask, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["gate"]["kind"] == "learned"
+    p = data["gate"]["signal"]
+    assert p == pytest.approx(1 / (1 + math.exp(-(data["rounds"][-1]["max_score"] - 0.8) / 0.05)))
+    assert data["decision"] == ("answer" if p >= gate.threshold else "insufficient")
+    assert data["gate"]["reason"].startswith(f"p(answerable)={p:.2f} ")
+    assert main(ask) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[3] == f"gate: learned: {data['gate']['reason']}"  # config, question, decision
+
+    model_file.write_bytes(
+        model_file.read_bytes().replace(b'"coef": [\n    1.0', b'"coef": [\n    9.0')
+    )
+    with pytest.raises(ConfigError, match=f"{doc['gate_model']}: gate model digest"):
+        load_production_config(env, demo)
+    assert main(ask) == 2  # ask refuses the altered model too, in one line
+    assert "gate model digest" in capsys.readouterr().err
+
+    P.rollback()  # the previous (coverage) file is back byte for byte; the model file stays
+    assert env.read_bytes() == before and model_file.exists()
+
+
+@pytest.mark.db
+def test_a_failing_certificate_refuses_the_promotion_naming_the_kind(
+    env: Path, tmp_path: Path
+) -> None:
+    before = env.read_bytes()
+    why = json.loads(json.dumps(CERTIFIED))
+    why["certified"]["out_of_corpus"]["bound"] = 0.074
+    run = crafted_run(tmp_path, cosine_gate(0.95), why)
+    decision = P.promote(run, force=True, reason="the certificate cannot be forced")
+    assert not decision.accepted and not decision.forced
+    assert [c.kind for c in decision.certificate_fails] == ["out_of_corpus"]
+    text = P.summary(decision)
+    assert "certificate out_of_corpus: bound 0.0740 > alpha 0.05" in text
+    assert "exceeds alpha for out_of_corpus" in text
+    assert json.loads(P.as_json(decision))["certificate"][0]["ok"] is False
+    assert env.read_bytes() == before and not (env.parent / "gate_models").exists()
 
 
 @pytest.mark.db
