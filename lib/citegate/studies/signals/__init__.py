@@ -1,0 +1,85 @@
+"""Notebook 05: which gate signals know what the corpus cannot answer, on gita-split and
+xquad-split side by side; a learned gate over them; certified false-answer bounds.
+
+`run` loads one Study per corpus (cached traces, no LLM call) and fetches what the signals need
+besides the traces (`pipeline.signals.index_facts`, `note_texts`); `compute` builds the signal
+frame, AUROCs (raw and audited labels, per language), fits the learned gates with grouped CV,
+their transfer across corpora and the certified thresholds (pure); `plots` draws them, `report`
+writes the goals table, metrics and conclusion, `artifacts` writes `gate_model.json`,
+`recommended_config.yaml` and `recommendation.json` for `citegate promote`. The notebook imports
+this package as `from citegate.studies import signals as sg`.
+"""
+
+from __future__ import annotations
+
+from citegate.studies.signals.artifacts import (
+    GATE_MODEL_FILE,
+    production_base,
+    recommended_config,
+    save_recommendation,
+    trained_on,
+)
+from citegate.studies.signals.compute import (
+    COLUMNS,
+    NEGATIVES,
+    auroc_table,
+    best_signals,
+    certified_points,
+    find_point,
+    fit_gates,
+    learned_auroc_table,
+    learned_gate,
+    learned_name,
+    realised_table,
+    signal_frame,
+    transfer_table,
+)
+from citegate.studies.signals.plots import (
+    plot_auroc_forest,
+    plot_bound_vs_realised,
+    plot_learned_roc,
+    plot_max_cosine_by_language,
+    plot_transfer,
+)
+from citegate.studies.signals.report import (
+    PRODUCTION_GATE,
+    conclusion,
+    goal_alphas,
+    goals_table,
+    headline,
+)
+from citegate.studies.signals.run import load_studies, record_studies, signal_inputs
+
+__all__ = [
+    "COLUMNS",
+    "GATE_MODEL_FILE",
+    "NEGATIVES",
+    "PRODUCTION_GATE",
+    "auroc_table",
+    "best_signals",
+    "certified_points",
+    "conclusion",
+    "find_point",
+    "fit_gates",
+    "goal_alphas",
+    "goals_table",
+    "headline",
+    "learned_auroc_table",
+    "learned_gate",
+    "learned_name",
+    "load_studies",
+    "plot_auroc_forest",
+    "plot_bound_vs_realised",
+    "plot_learned_roc",
+    "plot_max_cosine_by_language",
+    "plot_transfer",
+    "production_base",
+    "realised_table",
+    "recommended_config",
+    "record_studies",
+    "save_recommendation",
+    "signal_frame",
+    "signal_inputs",
+    "trained_on",
+    "transfer_table",
+]
