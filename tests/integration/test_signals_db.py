@@ -58,6 +58,7 @@ def test_note_texts_return_the_stored_text_of_slim_candidates(
     assert [texts[c.fragment_id] for c in res.notes] == [c.text for c in res.notes]
     facts = sg.index_facts(demo, cfg.corpora, emb.id)
     assert sg.signals(slim, cfg, facts, texts) == sg.signals(res, cfg, facts, {})
+    assert sg.signals_for(demo, {"q": slim}, cfg) == {"q": sg.signals(res, cfg, facts, {})}
 
 
 def test_a_named_verse_held_out_of_the_index_is_absent(demo: psycopg.Connection, emb) -> None:  # noqa: ANN001

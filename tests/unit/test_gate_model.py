@@ -159,6 +159,19 @@ def test_training_helpers_build_the_same_rows_the_gate_reads() -> None:
     )
 
 
+def test_numpy_values_from_a_trainer_are_stored_as_plain_numbers(tmp_path: Path) -> None:
+    g = gate(
+        mean=np.array([0.85, 0.1, 0.2, 0.3]),
+        coef=np.array([1.2, 0.8, -2.0, 1.5]),
+        intercept=np.float64(-0.3),
+        certificate={"n_neg": np.int64(400), "bound": np.float64(0.048), "kinds": ("a",)},
+    )
+    assert g.mean == gate().mean and type(g.intercept) is float
+    back = gm.load(tmp_path / "g.json", g.save(tmp_path / "g.json"))
+    assert back.certificate == {"n_neg": 400, "bound": 0.048, "kinds": ["a"]}
+    assert back.probability({"max_cosine": None}, "en") == g.probability({}, "en")
+
+
 def test_an_invalid_gate_cannot_be_built() -> None:
     with pytest.raises(ValueError, match="coef has 1 values for 4 features"):
         replace(gate(), coef=(1.0,))

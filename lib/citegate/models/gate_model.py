@@ -95,11 +95,17 @@ def feature_row(
     for i, name in enumerate(features):
         if name == LANG_Z:
             mu, sd = language_stats.get(language) or language_stats[POOLED]
-            value = (float(sig.get("max_cosine", math.nan)) - mu) / sd
+            value = (_value(sig, "max_cosine") - mu) / sd
         else:
-            value = float(sig.get(name, math.nan))
+            value = _value(sig, name)
         row[i] = value
     return row
+
+
+def _value(sig: Mapping[str, float], name: str) -> float:
+    """A signal's value as a float, NaN when it is missing or None."""
+    v = sig.get(name)
+    return math.nan if v is None else float(v)
 
 
 def feature_matrix(
@@ -143,6 +149,21 @@ class LearnedGate:
     trained_on: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # Plain Python values whatever the trainer passed (NumPy arrays, np.float64): equality,
+        # JSON and the digest then do not depend on how the model was built.
+        plain = {
+            "features": tuple(str(f) for f in self.features),
+            "language_stats": {
+                str(k): (float(v[0]), float(v[1])) for k, v in self.language_stats.items()
+            },
+            "mean": tuple(float(v) for v in self.mean),
+            "scale": tuple(float(v) for v in self.scale),
+            "coef": tuple(float(v) for v in self.coef),
+            "intercept": float(self.intercept),
+            "threshold": float(self.threshold),
+        }
+        for name, value in plain.items():
+            object.__setattr__(self, name, value)
         problems = _problems(self)
         if problems:
             raise ValueError("invalid learned gate: " + "; ".join(problems))
@@ -182,13 +203,25 @@ class LearnedGate:
     def to_json(self) -> str:
         """Deterministic JSON (sorted keys, two-space indent, exact float reprs; an infeasible
         threshold is written as Infinity, which Python's json reads back)."""
-        return json.dumps(self.to_dict(), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+        doc = self.to_dict()
+        return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False, default=_plain) + "\n"
 
     def save(self, path: str | Path) -> str:
         """Write the JSON file; return the sha256 hex digest of its bytes."""
         data = self.to_json().encode("utf-8")
         Path(path).write_bytes(data)
         return hashlib.sha256(data).hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    """JSON form of the NumPy values a trainer may leave in `certificate` or `trained_on`."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, tuple | set | frozenset):
+        return sorted(value) if isinstance(value, set | frozenset) else list(value)
+    raise TypeError(f"gate model: {type(value).__name__} is not JSON-serialisable")
 
 
 def _logistic(t: float) -> float:
@@ -308,9 +341,9 @@ def _number(v: Any) -> float:
 _READERS: dict[str, Any] = {
     "features": lambda v: tuple(_strs(v)),
     "language_stats": _stats,
-    "mean": lambda v: _floats(v),
-    "scale": lambda v: _floats(v),
-    "coef": lambda v: _floats(v),
+    "mean": _floats,
+    "scale": _floats,
+    "coef": _floats,
     "intercept": _number,
     "threshold": _number,
     "certificate": lambda v: dict(_mapping(v)),

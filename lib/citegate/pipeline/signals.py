@@ -196,6 +196,18 @@ def signals(
     return {k: float(out[k]) for k in SIGNALS}
 
 
+def signals_for(
+    conn: psycopg.Connection,
+    results: Mapping[str, RetrievalResult],
+    cfg: PipelineConfig,
+) -> dict[str, dict[str, float]]:
+    """`signals` of many results searched under `cfg` (one corpus set, one embedder): the index
+    facts and the notes' texts are fetched once for all of them. Keyed like `results`."""
+    facts = index_facts(conn, cfg.corpora, cfg.embedder)
+    texts = note_texts(conn, {c.fragment_id for r in results.values() for c in r.notes})
+    return {k: signals(r, cfg, facts, texts) for k, r in results.items()}
+
+
 # --------------------------------------------------------------------------- explanation
 
 
@@ -278,6 +290,7 @@ __all__ = [
     "question_language",
     "rare_terms",
     "signals",
+    "signals_for",
     "term_weight",
     "tokens",
     "two_scale_score",
