@@ -128,13 +128,14 @@ def test_the_learned_gate_answers_when_p_reaches_its_threshold() -> None:
 
 def test_an_infeasible_threshold_answers_nothing() -> None:
     out = learned_decision(result_for(ENGLISH, 0.99, CFG), CFG, gate(math.inf), FACTS, {})
-    assert out.decision == Decision.INSUFFICIENT and "< inf" in out.decided_by.reason  # type: ignore[union-attr]
+    assert out.decision == Decision.INSUFFICIENT and out.decided_by is not None
+    assert out.decided_by.reason.startswith("p(answerable)=0.98 < inf: ")
 
 
 # ---------------------------------------------------------------- the model file
 
 
-def learned_cfg(tmp_path: Path, model: LearnedGate, **changes: object) -> PipelineConfig:
+def learned_cfg(tmp_path: Path, model: LearnedGate) -> PipelineConfig:
     digest = model.save(tmp_path / "gate_model.json")
     return CFG.replace(gate="learned", gate_model="gate_model.json", gate_model_digest=digest)
 
