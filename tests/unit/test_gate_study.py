@@ -460,7 +460,7 @@ def test_figures_have_one_row_per_corpus(study: Study) -> None:
     recs = {"xquad-split": {"sufficient_score": 0.85}}
     marked = gs.plot_roc_pr(frame, ["out_of_corpus"], {}, n_boot=10, recommended=recs)
     assert [t.get_text() for t in marked.axes[2].texts] == ["0.85"]  # xquad's own threshold
-    assert marked.axes[0].texts == []
+    assert len(marked.axes[0].texts) == 0
     dist = gs.plot_distributions(frame, gs.DESIGN_POINTS, recs)
     assert len(dist.axes) == 2
     assert any("recommended sufficient_score 0.850" in t.get_text() for t in dist.axes[1].texts)
