@@ -20,6 +20,7 @@ from citegate.cli import main
 from citegate.core.config import DESIGN, PRODUCTION, read_production, save_config
 from citegate.core.errors import QuestionError
 from citegate.models.embed import default_embedder
+from citegate.models.gate_model import LearnedGate
 from citegate.pipeline import fallback as F
 from citegate.pipeline import plan
 from citegate.pipeline.retrieve import retrieve
@@ -249,3 +250,61 @@ def test_ask_reports_the_config_it_answered_with(
     save_config(DESIGN, other)
     assert main([*question, "--config", str(other), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["config"]["source"] == str(other)
+
+
+# --------------------------------------------------------------------------- which gate, and why
+
+
+def named_verse_gate() -> LearnedGate:
+    """p = logistic(z(max cosine) − 4 address_absent): naming a verse the index lacks refuses."""
+    return LearnedGate(
+        features=("max_cosine", "address_absent"),
+        language_stats={"*": (0.8, 0.05)},
+        mean=(0.8, 0.0),
+        scale=(0.05, 1.0),
+        coef=(1.0, -4.0),
+        intercept=2.0,
+        threshold=0.43,
+    )
+
+
+@pytest.mark.db
+def test_ask_says_which_gate_decided_and_why(
+    tiny_corpus: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    question = ["ask", "Is the self eternal?", "--corpus", tiny_corpus, "--design"]
+    assert main([*question, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    top = data["rounds"][-1]["max_score"]
+    assert data["gate"]["kind"] == "coverage" and data["gate"]["signal"] == pytest.approx(top)
+    assert data["gate"]["reason"].startswith(f"max cosine {top:.3f} ")
+    assert main(question) == 0
+    assert capsys.readouterr().out.splitlines()[3] == f"gate: coverage: {data['gate']['reason']}"
+
+    folder = tmp_path / "run"  # a config naming its model file relative to itself (experiment 05)
+    folder.mkdir()
+    digest = named_verse_gate().save(folder / "gate_model.json")
+    learned = DESIGN.replace(gate="learned", gate_model="gate_model.json", gate_model_digest=digest)
+    save_config(learned, folder / "recommended_config.yaml")
+    named = "What does Chapter 3, Verse 5 say about action?"  # the tiny corpus has no verses
+    ask = [
+        "ask",
+        named,
+        "--corpus",
+        tiny_corpus,
+        "--config",
+        str(folder / "recommended_config.yaml"),
+    ]
+    assert main([*ask, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["decision"] == "insufficient" and data["gate"]["kind"] == "learned"
+    assert data["gate"]["reason"].startswith(f"p(answerable)={data['gate']['signal']:.2f} < 0.43")
+    assert "named address BG 3.5 is not in the index" in data["gate"]["reason"]
+    assert main(ask) == 0
+    assert f"gate: learned: {data['gate']['reason']}" in capsys.readouterr().out.splitlines()
+    (folder / "gate_model.json").unlink()
+    assert main(ask) == 2
+    err = capsys.readouterr().err
+    assert (
+        "gate_model.json: the learned gate's model file is missing" in err and err.count("\n") == 1
+    )
