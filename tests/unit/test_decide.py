@@ -203,6 +203,26 @@ def test_certificate_checks_read_every_kind_and_fail_the_one_over_alpha() -> Non
     assert [c.kind for c in certificate_checks(nested)] == ["gita-split.out_of_corpus"]
 
 
+def test_certificate_checks_read_experiment_05s_block() -> None:
+    kind = {"alpha": 0.1, "delta": 0.025, "n_neg": 180, "false_answers": 9, "bound": 0.083}
+    block = {
+        "gate": "learned",
+        "threshold": 0.61,
+        "feasible": True,
+        "alpha": 0.1,
+        "delta": 0.05,
+        "calibrated_on": "tune, calibration groups",
+        "kinds": {"out_of_corpus": {**kind, "kind": "out_of_corpus"}},
+    }
+    (check,) = certificate_checks({"certified": block})
+    assert (check.kind, check.bound, check.alpha, check.delta, check.n_neg) == (
+        "out_of_corpus", 0.083, 0.1, 0.025, 180
+    )  # fmt: skip
+    assert check.ok
+    (none,) = certificate_checks({"certified": {**block, "feasible": False}})
+    assert not none.ok and none.line().endswith("FAILS (no threshold could be certified)")
+
+
 def test_a_recommendation_without_a_certificate_is_not_subject_to_it() -> None:
     assert certificate_checks(None) == [] and certificate_checks({"thresholds": {}}) == []
     with pytest.raises(ConfigError, match="certifies no kind"):

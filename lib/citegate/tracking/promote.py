@@ -289,22 +289,27 @@ def _learned_outcomes(
 @dataclass(frozen=True)
 class CertificateCheck:
     """One negative kind's certified false-answer bound (recommendation.json's `certified`):
-    passes when the exact upper bound at confidence 1−delta is at most the target alpha."""
+    passes when the exact upper bound at confidence 1−delta is at most the target alpha (and the
+    block does not say `feasible: false`, i.e. that no threshold could be certified)."""
 
     kind: str
     bound: float
     alpha: float
     delta: float
     n_neg: int
+    feasible: bool = True
 
     @property
     def ok(self) -> bool:
-        """bound ≤ alpha."""
-        return self.bound <= self.alpha
+        """bound ≤ alpha, with a certified threshold."""
+        return self.feasible and self.bound <= self.alpha
 
     def line(self) -> str:
         """One line naming the kind, bound and alpha, and whether it passes."""
-        rel, verdict = ("≤", "OK") if self.ok else (">", "FAILS")
+        rel = "≤" if self.bound <= self.alpha else ">"
+        verdict = "OK" if self.ok else "FAILS"
+        if not self.feasible:
+            verdict += " (no threshold could be certified)"
         return (
             f"certificate {self.kind}: bound {self.bound:.4f} {rel} alpha {self.alpha:g} "
             f"(confidence {1 - self.delta:g}, {self.n_neg} negatives): {verdict}"
@@ -316,8 +321,9 @@ def certificate_checks(why: dict[str, Any] | None) -> list[CertificateCheck]:
     recommendation that certifies nothing, e.g. notebook 03's, is not subject to this guard).
 
     The block is one {kind, alpha, delta, n_neg, bound} mapping, a list of them, or a mapping of
-    kind → such a mapping (nested per corpus too: the kind is then "corpus.kind"); `alpha` and
-    `delta` given on an outer level hold for the blocks inside it."""
+    kind → such a mapping (nested per corpus too: the kind is then "corpus.kind"), as experiment
+    05 writes it ({gate, threshold, feasible, alpha, delta, kinds: {kind: {...}}}); `alpha`,
+    `delta` and `feasible` given on an outer level hold for the blocks inside it."""
     if not why or "certified" not in why:
         return []
     checks = list(_certified_blocks(why["certified"], (), {}))
@@ -335,7 +341,7 @@ def _certified_blocks(
         return
     if not isinstance(node, dict):
         return
-    here = {**outer, **{k: node[k] for k in ("alpha", "delta") if k in node}}
+    here = {**outer, **{k: node[k] for k in ("alpha", "delta", "feasible") if k in node}}
     if "bound" not in node:
         for k, v in node.items():
             yield from _certified_blocks(v, (*path, str(k)), here)
@@ -349,6 +355,7 @@ def _certified_blocks(
             float(here["alpha"]),
             float(here.get("delta", float("nan"))),
             int(node.get("n_neg", 0)),
+            here.get("feasible") is not False,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(
