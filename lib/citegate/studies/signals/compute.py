@@ -200,7 +200,8 @@ def best_signals(aurocs: pd.DataFrame, labels: str = RAW) -> pd.DataFrame:
     """The signal with the highest AUROC per corpus × kind × language (ties: first in order)."""
     sub = aurocs[aurocs["labels"] == labels]
     keys = ["corpus", "negatives", "language"]
-    return sub.sort_values("AUROC", ascending=False, kind="stable").groupby(keys).head(1)
+    best = sub.sort_values("AUROC", ascending=False, kind="stable").groupby(keys, sort=False).head(1)
+    return best.loc[sorted(best.index)]  # back in table order: corpus, kind, language
 
 
 # ---------------------------------------------------------------- fitting a learned gate
@@ -641,3 +642,14 @@ def learned_gate(
         certificate=certificate_block(point),
         trained_on=dict(trained_on),
     )
+
+
+def gate_agreement(gate: gm.LearnedGate, fitted: FittedGate, frame: pd.DataFrame) -> float:
+    """Largest |p(file) − p(scikit-learn)| over the frame's rows: the saved `LearnedGate`
+    (NumPy, what production runs) must score exactly as the model fit here."""
+    p_fit = fitted.score(frame)
+    p_file = [
+        gate.probability({k: row[k] for k in SIGNALS}, row["language"])
+        for row in frame.to_dict("records")
+    ]
+    return float(np.max(np.abs(np.asarray(p_file) - p_fit))) if len(frame) else 0.0
