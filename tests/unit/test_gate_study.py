@@ -459,13 +459,18 @@ def test_figures_have_one_row_per_corpus(study: Study) -> None:
     ]
     recs = {"xquad-split": {"sufficient_score": 0.85}}
     marked = gs.plot_roc_pr(frame, ["out_of_corpus"], {}, n_boot=10, recommended=recs)
-    assert [t.get_text() for t in marked.axes[2].texts] == ["0.85"]  # xquad's own threshold
-    assert len(marked.axes[0].texts) == 0
+    legend = [t.get_text() for t in marked.axes[2].get_legend().get_texts()]
+    assert "recommended sufficient_score 0.850" in legend  # xquad's own
+    assert not any("recommended" in t.get_text() for t in marked.axes[0].get_legend().get_texts())
     dist = gs.plot_distributions(frame, gs.DESIGN_POINTS, recs)
     assert len(dist.axes) == 2
     assert any("recommended sufficient_score 0.850" in t.get_text() for t in dist.axes[1].texts)
     assert not any("recommended" in t.get_text() for t in dist.axes[0].texts)
-    assert len(gs.plot_risk_coverage(frame, {}).axes) == 2
+    risk = gs.plot_risk_coverage(frame, {}, recs)
+    assert len(risk.axes) == 2
+    assert "recommended sufficient_score 0.850" in [
+        t.get_text() for t in risk.axes[1].get_legend().get_texts()
+    ]
     sweep = gs.per_corpus(frame, lambda c, g: gs.two_scale_sweep(g, [0.01]))
     assert len(gs.plot_two_scale(sweep, {}).axes) == 2
     assert len(gs.plot_roc_pr(gs.of_corpus(frame, "gita-split"), ["out_of_corpus"], {}).axes) == 2

@@ -57,12 +57,8 @@ def plot_two_scale(sweep: pd.DataFrame, design: dict[str, float]) -> Any:
                 ha="center",
                 transform=ax.get_xaxis_transform(),
             )
-        ax.set(
-            xscale="log",
-            xlabel="one threshold applied to the scale",
-            ylabel="share answered",
-            title=_titled("why one threshold cannot serve both scales", corpus),
-        )
+        ax.set(xscale="log", xlabel="one threshold applied to the scale", ylabel="share answered")
+        ax.set_title(_titled("why one threshold cannot serve both scales", corpus), pad=14)
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, ncol=2)
@@ -79,15 +75,22 @@ def plot_roc_pr(
 ) -> Any:
     """ROC (with a bootstrap band over question groups, as the AUROC intervals) and
     precision–recall of max cosine, per kind of negative, one row per corpus; `marks` and each
-    corpus's own `recommended[corpus]` thresholds marked on its ROC."""
+    corpus's own `recommended[corpus]` thresholds marked on its ROC (one marker shape per
+    threshold, named in the legend)."""
     import matplotlib.pyplot as plt
 
     parts = list(_corpora(frame))
     fig, axes = plt.subplots(len(parts), 2, figsize=(11, 4.2 * len(parts)), squeeze=False)
     for row, (corpus, part) in zip(axes, parts, strict=True):
-        here = {**marks, **(recommended or {}).get(corpus, {})}
+        own = (recommended or {}).get(corpus, {})
+        here = {**marks, **{f"recommended {k}": v for k, v in own.items()}}
         for i, neg in enumerate(negatives):
             _draw_roc_pr(row, contrast(part, neg), neg, f"C{i}", here, n_boot)
+        for name, t in here.items():  # one legend entry per threshold, in grey
+            marker = _MARKERS.get(name.split()[-1], "o")
+            row[0].plot(
+                [], [], ls="", marker=marker, color="grey", mec="k", label=f"{name} {t:.3f}"
+            )
         row[0].plot([0, 1], [0, 1], color="grey", ls="--", lw=1)
         row[0].set(
             xlabel="false-answer rate (negatives answered)",
@@ -99,11 +102,15 @@ def plot_roc_pr(
             ylabel="precision",
             title=_titled("precision–recall of max cosine", corpus),
         )
+        row[0].legend(fontsize=7, loc="lower right")
+        row[1].legend(fontsize=8)
         for ax in row:
-            ax.legend(fontsize=8)
             ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+_MARKERS = {"bail_out_score": "v", "sufficient_score": "o", "good_enough_score": "^"}
 
 
 def _draw_roc_pr(
@@ -123,19 +130,29 @@ def _draw_roc_pr(
     auc = M.auroc_ci(sub["max_cosine"], sub["y"], n_boot=1).auroc
     axes[0].plot(grid, tpr, color=color, label=f"vs {neg} (AUROC {auc:.3f})")
     axes[0].fill_between(grid, lo, hi, color=color, alpha=0.2)
-    for t in marks.values():
+    for name, t in marks.items():
         p = M.operating_point(sub["max_cosine"], sub["y"], t)
-        axes[0].plot(p["fpr"], p["tpr"], marker="o", color=color, ms=5)
-        axes[0].annotate(
-            f"{t:.2f}", (p["fpr"], p["tpr"]), fontsize=7, xytext=(4, -8), textcoords="offset points"
+        axes[0].plot(
+            p["fpr"],
+            p["tpr"],
+            ls="",
+            marker=_MARKERS.get(name.split()[-1], "o"),
+            color=color,
+            mec="k",
+            ms=7,
         )
     pr = M.pr_curve(sub["max_cosine"], sub["y"])
     axes[1].plot(pr.x, pr.y, color=color, label=f"vs {neg}")
 
 
-def plot_risk_coverage(frame: pd.DataFrame, marks: dict[str, float]) -> Any:
+def plot_risk_coverage(
+    frame: pd.DataFrame,
+    marks: dict[str, float],
+    recommended: Mapping[str, Mapping[str, float]] | None = None,
+) -> Any:
     """Risk (share of answers that should have been abstentions) against coverage, all questions,
-    one panel per corpus."""
+    one panel per corpus; `marks` and each corpus's `recommended[corpus]` thresholds marked (one
+    marker shape per threshold, named in the legend)."""
     import matplotlib.pyplot as plt
 
     parts = list(_corpora(frame))
@@ -144,15 +161,18 @@ def plot_risk_coverage(frame: pd.DataFrame, marks: dict[str, float]) -> Any:
         y = (part["label"] == "answerable").astype(int)
         rc = M.risk_coverage(part["max_cosine"], y)
         ax.plot(rc.coverage, rc.risk, label=f"max cosine (AURC {M.aurc(rc):.3f})")
-        for name, t in marks.items():
+        own = (recommended or {}).get(corpus, {})
+        for name, t in {**marks, **{f"recommended {k}": v for k, v in own.items()}}.items():
             p = M.operating_point(part["max_cosine"], y, t)
-            ax.plot(p["coverage"], p["risk"], marker="o", color="k", ms=4)
-            ax.annotate(
-                f"{name} {t:.2f}",
-                (p["coverage"], p["risk"]),
-                fontsize=7,
-                xytext=(4, 4),
-                textcoords="offset points",
+            marker = _MARKERS.get(name.split()[-1], "o")
+            ax.plot(
+                p["coverage"],
+                p["risk"],
+                ls="",
+                marker=marker,
+                color="k",
+                ms=6,
+                label=f"{name} {t:.3f}",
             )
         ax.set(
             xlabel="coverage (share of all questions answered)",
@@ -160,7 +180,7 @@ def plot_risk_coverage(frame: pd.DataFrame, marks: dict[str, float]) -> Any:
             title=_titled("risk–coverage", corpus),
         )
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
 

@@ -111,8 +111,7 @@ def _comparison_lines(
         if len(rows) > 1 and len(verdicts) > 1:
             line += (
                 " The same signal and embedder give different verdicts on different corpora, so "
-                "the gate's quality (and its thresholds) is a property of the corpus, not only of "
-                "the embedder."
+                "how well the gate can work is a property of the corpus, not only of the embedder."
             )
         elif len(rows) > 1:
             line += " The verdict is the same on every corpus."
