@@ -193,6 +193,8 @@ def test_a_failing_certificate_refuses_the_promotion_naming_the_kind(
     assert "certificate out_of_corpus: bound 0.0740 > alpha 0.05" in text
     assert "exceeds alpha for out_of_corpus" in text
     assert json.loads(P.as_json(decision))["certificate"][0]["ok"] is False
+    page = render(decision, {"source_run": run})
+    assert "Certified false-answer bounds" in page and "<td>out_of_corpus</td>" in page
     assert env.read_bytes() == before and not (env.parent / "gate_models").exists()
 
 
