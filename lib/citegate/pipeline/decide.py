@@ -107,8 +107,7 @@ def learned_decision(
     insufficient (the notes stay those of the coverage rounds), with the reason recorded."""
     question = result.trace.question
     language = question_language(question)
-    # The signals replay the two-scale arm from the trace; that arm cannot run a learned gate.
-    sig = signals(result, cfg.replace(gate="coverage"), facts, texts)
+    sig = signals(result, cfg, facts, texts)
     answer, p = gate.decide(sig, language)
     why = explain(sig, named_labels(question), facts)
     reason = f"p(answerable)={compare(p, gate.threshold, digits=2)}"
