@@ -140,3 +140,17 @@ def test_data_check_names_the_bad_line(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(paths, "QUESTIONS", tmp_path)
     with pytest.raises(InputError, match=r"gita\.jsonl: record 2: not valid JSON at line 2"):
         datacheck.check_all(None, None)
+
+
+@pytest.mark.db
+def test_audit_support_addresses_are_indexed_verses(demo: psycopg.Connection) -> None:
+    """Every "answerable" judgment of the label audit names a verse the split build holds."""
+    from citegate.corpus.audit import audit_path, load_audit
+
+    supports = {j.address for j in load_audit(audit_path("gita-split")).values() if j.address}
+    rows = demo.execute(
+        "SELECT DISTINCT addr_label FROM fragments WHERE corpus = 'gita-split' AND kind = 'verse' "
+        "AND embedder_id = %s AND addr_label = ANY(%s)",
+        (default_embedder().id, sorted(supports)),
+    ).fetchall()
+    assert supports and {r[0] for r in rows} == supports

@@ -249,3 +249,17 @@ def test_sheet_markdown_and_digest() -> None:
     assert "1. `BG 2.48` (verse, cos 0.910): Evenness of mind is called yoga." in md
     assert sheet_digest([replace(row, text="other")]) != d
     assert QuestionSet("s", "c", ()).digest  # the empty set still has a digest
+
+
+def test_card_entry_that_disagrees_with_the_file_is_refused(tmp_path: Path) -> None:
+    card = tmp_path / "CARD.md"
+    card.write_text(f"x\n{datacheck.AUDIT_BEGIN}\n| stale |\n{datacheck.AUDIT_END}\n")
+    with pytest.raises(InputError, match=r"CARD.md: record -: audit entry disagrees"):
+        datacheck.check_audit_card(card)
+    datacheck.write_card_counts(
+        datacheck.audit_markdown(load_audit(AUDIT).values()),
+        card,
+        datacheck.AUDIT_BEGIN,
+        datacheck.AUDIT_END,
+    )
+    datacheck.check_audit_card(card)  # rewritten from the file: accepted

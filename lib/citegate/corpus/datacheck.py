@@ -20,6 +20,7 @@ from citegate.corpus.questions import (
     resolve_gold,
     write_sets,
 )
+from citegate.evaluation.metrics import rate_ci
 
 CARD = paths.DATA / "CARD.md"
 BEGIN, END = "<!-- counts:begin -->", "<!-- counts:end -->"
@@ -69,17 +70,19 @@ def write_card_counts(table: str, card: Path = CARD, begin: str = BEGIN, end: st
 
 
 def audit_markdown(audit: Iterable[Judgment]) -> str:
-    """The audit's judgments per raw label (with each label's answerable share) and every
-    ambiguous case with its reason, as Markdown: the card's audit entry, computed from the file."""
+    """The audit's judgments per raw label (with each label's answerable share and its 95% Wilson
+    interval) and every ambiguous case with its reason, as Markdown: the card's audit entry,
+    computed from the file."""
     items = list(audit)
     lines = [
-        "| raw label | " + " | ".join(JUDGMENTS) + " | judged | share answerable |",
+        "| raw label | " + " | ".join(JUDGMENTS) + " | judged | share answerable [95% Wilson] |",
         "|---|" + "---:|" * (len(JUDGMENTS) + 2),
     ]
     for label, row in audit_counts(items).items():
         total = sum(row.values())
         counts = " | ".join(str(row[j]) for j in JUDGMENTS)
-        lines.append(f"| {label} | {counts} | {total} | {row['answerable'] / total:.3f} |")
+        share, low, high = rate_ci([j.judgment == "answerable" for j in items if j.label == label])
+        lines.append(f"| {label} | {counts} | {total} | {share:.3f} [{low:.3f}, {high:.3f}] |")
     ambiguous = [j for j in items if j.judgment == "ambiguous"]
     lines += ["", f"Ambiguous cases ({len(ambiguous)}):", ""]
     lines += [f"- `{j.id}` ({j.label}): {j.reason}" for j in ambiguous] or ["- none"]
