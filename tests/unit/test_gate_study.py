@@ -504,3 +504,10 @@ def test_language_answer_rates_use_each_corpus_threshold_on_test(study: Study) -
         low,
         high,
     ]
+
+
+def test_a_corpus_without_test_rows_still_gets_its_recommendation_metrics() -> None:
+    empty = gs.of_corpus(pd.DataFrame(), "xquad-split")  # per_corpus gave no part
+    rec = {"bail_out_score": 0.8, "sufficient_score": 0.85, "good_enough_score": 0.9}
+    got = gs.corpus_headline(empty, empty, {"xquad-split": rec}, "gita-split")
+    assert got == {f"xquad_split_rec_{k}": v for k, v in rec.items()}

@@ -368,8 +368,8 @@ def corpus_headline(
 def of_corpus(table: pd.DataFrame, corpus: str) -> pd.DataFrame:
     """The rows of one corpus of a `per_corpus` table, without the corpus column (the table a
     one-corpus run gives); an empty table stays empty."""
-    if "corpus" not in table:
-        return table.iloc[0:0].assign(signal=[], point=[], negatives=[])
+    if "corpus" not in table:  # a per_corpus table with no part: no rows, the keys read
+        return pd.DataFrame({k: pd.Series(dtype=object) for k in ("signal", "point", "negatives")})
     rows = table[table["corpus"] == corpus].drop(columns="corpus")
     return rows.reset_index(drop=True)
 
