@@ -129,7 +129,9 @@ def test_sweep_logs_nested_child_runs(tmp_path: Path, tracking: str) -> None:
 
 @pytest.mark.db
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["01_prefloor_recall", "02_rerank_calibration", "03_gate_roc"])
+@pytest.mark.parametrize(
+    "name", ["01_prefloor_recall", "02_rerank_calibration", "03_gate_roc", "05_gate_signals"]
+)
 def test_each_notebook_runs_with_tiny_parameters(
     name: str, demo_db: str, tracking: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -32,6 +32,7 @@ class Goal:
     alpha: float
     target: float
     kind: str  # "answer_rate" | "audited_auroc" | "language_gap"
+    labels: str = RAW  # the label view the value is measured on
 
 
 def default_goals(alpha: float) -> list[Goal]:
@@ -48,8 +49,17 @@ def default_goals(alpha: float) -> list[Goal]:
             alpha,
             0.85,
             "audited_auroc",
+            SUBSET_AUDITED,
         ),
         Goal("answer rate ≥ 0.5 at certified bound ≤ 0.10", "gita-split", 0.10, 0.5, "answer_rate"),
+        Goal(
+            "answer rate ≥ 0.5 at certified bound ≤ 0.10 (audited labels)",
+            "gita-split",
+            0.10,
+            0.5,
+            "answer_rate",
+            SUBSET_AUDITED,
+        ),
         Goal(
             "|answer rate ru − en| ≤ 0.05 at the same bound",
             "gita-split",
@@ -145,12 +155,12 @@ def _goal_value(
             r["AUROC"]
         ), f"95% CI {r['CI low']:.3f}–{r['CI high']:.3f}, n={r['answerable']}+{r['negative']}"
     if goal.kind == "answer_rate":
-        r = _answer_row(realised, goal.corpus, gate, goal.alpha, ALL)
+        r = _answer_row(realised, goal.corpus, gate, goal.alpha, ALL, goal.labels)
         if r is None:
-            return math.nan, "not certified in this run"
+            return math.nan, f"not measured on {goal.labels} labels in this run"
         return float(r["answer rate"]), (
-            f"95% CI {r['AR low']:.3f}–{r['AR high']:.3f}; bounds "
-            + _bounds_text(realised, goal.corpus, gate, goal.alpha)
+            f"{goal.labels} labels, n={r['answerable']}, 95% CI {r['AR low']:.3f}–{r['AR high']:.3f};"
+            " bounds " + _bounds_text(realised, goal.corpus, gate, goal.alpha)
         )
     en = _answer_row(realised, goal.corpus, gate, goal.alpha, "en")
     ru = _answer_row(realised, goal.corpus, gate, goal.alpha, "ru")
