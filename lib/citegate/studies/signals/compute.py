@@ -200,7 +200,9 @@ def best_signals(aurocs: pd.DataFrame, labels: str = RAW) -> pd.DataFrame:
     """The signal with the highest AUROC per corpus × kind × language (ties: first in order)."""
     sub = aurocs[aurocs["labels"] == labels]
     keys = ["corpus", "negatives", "language"]
-    best = sub.sort_values("AUROC", ascending=False, kind="stable").groupby(keys, sort=False).head(1)
+    best = (
+        sub.sort_values("AUROC", ascending=False, kind="stable").groupby(keys, sort=False).head(1)
+    )
     return best.loc[sorted(best.index)]  # back in table order: corpus, kind, language
 
 

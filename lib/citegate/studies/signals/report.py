@@ -314,8 +314,30 @@ def _signal_lines(aurocs: pd.DataFrame) -> list[str]:
         if base is not None and r["signal"] != "max_cosine":
             clear = "its CI lies above" if r["CI low"] > base["CI high"] else "its CI overlaps"
             text += f"; max cosine {_ci(base)} ({clear} max cosine's)"
-        lines.append(text + ".")
+        lines.append(text + _inverted(aurocs, r) + ".")
     return lines
+
+
+def _inverted(aurocs: pd.DataFrame, best: dict[str, Any]) -> str:
+    """A signal whose CI lies below 0.5 and whose reversed AUROC beats the best: named, since
+    it carries evidence the other way round (e.g. a named address absent from the index)."""
+    sub = aurocs[
+        (aurocs["labels"] == RAW)
+        & (aurocs["corpus"] == best["corpus"])
+        & (aurocs["negatives"] == best["negatives"])
+        & (aurocs["language"] == best["language"])
+        & (aurocs["CI high"] < 0.5)
+    ]
+    if sub.empty:
+        return ""
+    r = sub.sort_values("AUROC", kind="stable").iloc[0].to_dict()
+    if 1 - r["AUROC"] <= best["AUROC"]:
+        return ""
+    return (
+        f"; `{r['signal']}` reversed does better: AUROC {r['AUROC']:.3f} "
+        f"[{r['CI low']:.3f}, {r['CI high']:.3f}], i.e. 1 − AUROC = {1 - r['AUROC']:.3f} "
+        "(a high value means the corpus is less likely to answer)"
+    )
 
 
 def _learned_lines(learned: pd.DataFrame) -> list[str]:
