@@ -22,6 +22,7 @@ from citegate.studies.signals.artifacts import (
 from citegate.studies.signals.compute import (
     COLUMNS,
     NEGATIVES,
+    SUBSET_AUDITED,
     auroc_table,
     best_signals,
     certified_points,
@@ -56,6 +57,7 @@ __all__ = [
     "GATE_MODEL_FILE",
     "NEGATIVES",
     "PRODUCTION_GATE",
+    "SUBSET_AUDITED",
     "auroc_table",
     "best_signals",
     "certified_points",

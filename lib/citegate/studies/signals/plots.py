@@ -115,10 +115,13 @@ def plot_learned_roc(
                 np.ones(len(part), bool) if lang == ALL else (part["language"] == lang).to_numpy()
             )
             y = part["y"].to_numpy()[mask]
-            if len(np.unique(y)) == 2:
-                for n, (name, s) in enumerate(scores.items()):
-                    fpr, tpr, _ = roc_curve(y, s[mask])
-                    ax.plot(fpr, tpr, color=f"C{n}", lw=1.2, label=name)
+            if len(np.unique(y)) < 2:
+                ax.text(0.5, 0.5, f"{corpus}, {lang}: too few questions", ha="center", fontsize=8)
+                ax.set_axis_off()
+                continue
+            for n, (name, s) in enumerate(scores.items()):
+                fpr, tpr, _ = roc_curve(y, s[mask])
+                ax.plot(fpr, tpr, color=f"C{n}", lw=1.2, label=name)
             ax.plot([0, 1], [0, 1], color="grey", ls="--", lw=0.8)
             ax.set_title(f"{corpus}, {lang} (n={int(mask.sum())})", fontsize=8)
             ax.set(xlabel="false-answer rate", ylabel="answerable answered")
