@@ -34,7 +34,10 @@ FACTS = IndexFacts(("c",), frozenset({"BG 2.47"}), {}, 10)
 
 
 def _q(qid: str, label: str, lang: str, split: str, group: str, text: str | None = None):
-    return replace(question(qid, label, lang), split=split, group=group, text=text or qid)
+    """A question whose text is in its language's script (production reads the language from
+    the text, and so does the study)."""
+    default = f"вопрос {qid}" if lang == "ru" else qid
+    return replace(question(qid, label, lang), split=split, group=group, text=text or default)
 
 
 def _study():
@@ -85,6 +88,20 @@ def test_language_z_is_fit_on_tune_answerable_questions_only() -> None:
     assert C.language_z([0.5], ["hi"], stats)[0] == pytest.approx(
         (0.5 - stats["*"][0]) / stats["*"][1]
     )
+
+
+def test_the_study_reads_the_language_from_the_text_as_production_does() -> None:
+    """A question its set labels "en" but written in Cyrillic is standardised, split and scored
+    as Russian, the key `pipeline.gate.question_language` gives the served gate; the set's label
+    stays in `set_language`."""
+    study = _study()
+    (s,) = study.sets.values()
+    s.questions[0] = replace(s.questions[0], text="что такое долг?")  # a1, labelled en
+    frame = C.signal_frame({"c": study}, {"c": SignalInputs(FACTS, {})}).set_index("qid")
+    assert (frame.loc["a1", "language"], frame.loc["a1", "set_language"]) == ("ru", "en")
+    stats = C.language_stats(frame.reset_index())
+    assert stats["en"] == pytest.approx((0.86, 1.0))  # a2 alone (one value: std 1.0)
+    assert stats["ru"][0] == pytest.approx((0.90 + 0.80 + 0.76) / 3)
 
 
 # ---------------------------------------------------------------- a synthetic signal frame

@@ -19,6 +19,7 @@ from citegate.evaluation import metrics as M
 from citegate.evaluation.certify import Certified, CertifiedKinds, certify_kinds
 from citegate.evaluation.sampling import salted_int
 from citegate.models import gate_model as gm
+from citegate.pipeline.gate import question_language
 from citegate.pipeline.signals import SIGNALS, IndexFacts, signals
 from citegate.research.study import Study
 
@@ -44,7 +45,12 @@ def signal_frame(
     """One row per (corpus, question): ids, labels (raw and audited), split, language and every
     raw signal (`pipeline.signals.signals` of the replayed trace), plus `max_cosine_lang_z`
     standardised per language with stats fit on the corpus's tune split (`language_stats`).
-    `inputs[corpus]` carries `facts` (IndexFacts) and `texts` (note id -> text)."""
+    `inputs[corpus]` carries `facts` (IndexFacts) and `texts` (note id -> text).
+
+    `language` is what production reads from the question text (`pipeline.gate.
+    question_language`), so the language statistics are fit, and every per-language split is made,
+    on the same key the served gate uses; the question set's own label is kept as
+    `set_language` (they differ for a handful of questions, e.g. an "en" one in Devanagari)."""
     rows = []
     for corpus, study in studies.items():
         facts: IndexFacts = inputs[corpus].facts
@@ -71,7 +77,8 @@ def _row(corpus: str, name: str, q: Any, decision: str, sig: Mapping[str, float]
         "audit": getattr(q, "audit", ""),
         "audited_label": getattr(q, "audited_label", q.label),
         "split": q.split,
-        "language": q.language,
+        "language": question_language(q.text),
+        "set_language": q.language,
         "decision": decision,
         **{k: float(sig[k]) for k in SIGNALS},
     }
