@@ -273,6 +273,54 @@ def test_certified_path_calibrates_on_the_held_out_part_and_reports_test(
     }
 
 
+def test_held_out_units_and_the_clean_sample_size() -> None:
+    assert C.held_out_unit("BG 3.5") == "BG 3" and C.held_out_unit("BG 12.20") == "BG 12"
+    assert C.held_out_unit("xquad:Pharmacy") == "xquad:Pharmacy"  # an article is its own unit
+    assert C.held_out_unit("nq-0005") == "nq-0005"
+    n = C.min_clean_n(0.05, 0.025)
+    assert clopper_pearson_upper(0, n, 0.025) <= 0.05 < clopper_pearson_upper(0, n - 1, 0.025)
+
+
+def test_group_sensitivity_recounts_the_certificate_by_group_and_unit(
+    two: pd.DataFrame, fitted
+) -> None:
+    """The question level reproduces the certificate; the group level counts each calibration
+    negative group once (answered when any question is), with its CP bound at the kind's δ."""
+    gates, _ = fitted
+    frame = two.copy()  # out_of_corpus groups as verses of 4 chapters
+    frame.loc[frame["label"] == "out_of_corpus", "group"] = [
+        f"BG {i % 4}.{i // 12}" for i in range(int((frame["label"] == "out_of_corpus").sum()))
+    ]
+    points = C.certified_points(frame, gates, [0.10], 0.05, 0.5)
+    table = C.group_sensitivity(frame, points, gates, 0.5)
+    point = C.find_point(points, "A", "learned (logistic)", 0.10)
+    rows = C.pick(table, corpus="A", gate="learned (logistic)", negatives="out_of_corpus")
+    at = rows.set_index("level")
+    cert = point.kind("out_of_corpus")
+    q = at.loc[C.LEVEL_QUESTION]
+    assert (q["n"], q["false answers"]) == (cert.n_neg, cert.false_answers)
+    assert q["bound"] == pytest.approx(cert.bound)
+    _, cal = C.tune_parts(frame[frame["corpus"] == "A"], 0.5)
+    neg = cal[cal["label"] == "out_of_corpus"]
+    hit = pd.Series(gates[("A", "logistic")].score(neg) >= point.certified.threshold)
+    by_group = hit.groupby(neg["group"].to_numpy()).any()
+    g = at.loc[C.LEVEL_GROUP]
+    assert (g["n"], g["false answers"]) == (neg["group"].nunique(), int(by_group.sum()))
+    assert g["bound"] == pytest.approx(clopper_pearson_upper(g["false answers"], g["n"], 0.025))
+    u = at.loc[C.LEVEL_UNIT]
+    assert u["n"] == neg["group"].map(C.held_out_unit).nunique() <= 4  # chapters BG 0..3
+    assert u["bound"] >= g["bound"] >= q["bound"] - 1e-12  # fewer units, weaker bound
+    counts = C.calibration_negative_groups(table).set_index(["corpus", "gate", "negatives"])
+    assert counts.loc[("A", "learned (logistic)", "out_of_corpus"), C.LEVEL_GROUP] == g["n"]
+    oos = C.pick(table, corpus="A", gate="max_cosine", negatives="out_of_scope")
+    assert oos["n"].nunique() == 1  # one question per group: every level the same sample
+    text = R.sensitivity_lines(table, 0.10)
+    assert any(
+        "Sensitivity check, not the certificate" in t and "(A, vs out_of_corpus)" in t for t in text
+    )
+    assert not any("out_of_scope" in t for t in text)
+
+
 def test_production_model_file_scores_exactly_as_scikit_learn(
     two: pd.DataFrame, fitted, tmp_path: Path
 ) -> None:
@@ -394,6 +442,7 @@ def test_figures_draw(two: pd.DataFrame, fitted) -> None:
         sg.plot_learned_roc(two, gates, "out_of_corpus"),
         sg.plot_bound_vs_realised(C.realised_table(two, points, gates)),
         sg.plot_transfer(C.transfer_table(two, gates, 20)),
+        sg.plot_group_sensitivity(C.group_sensitivity(two, points, gates, 0.5), 0.10),
     ]
     assert all(f.axes for f in figs)
     for f in figs:

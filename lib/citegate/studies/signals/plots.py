@@ -11,6 +11,7 @@ import pandas as pd
 
 from citegate.studies.signals.compute import (
     ALL,
+    LEVELS,
     NEGATIVES,
     RAW,
     FittedGate,
@@ -174,6 +175,36 @@ def plot_bound_vs_realised(realised: pd.DataFrame, labels: str = RAW) -> Any:
         ax.set(ylabel="false-answer rate", title=f"{corpus}: bound vs realised ({labels} labels)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_group_sensitivity(sensitivity: pd.DataFrame, alpha: float) -> Any:
+    """SENSITIVITY CHECK (not the certificate): at each gate's certified threshold for `alpha`,
+    the Clopper–Pearson bound with questions, question groups and held-out units as the sample,
+    one panel per corpus, bars per gate × kind; α marked; each bar labelled with its n."""
+    import matplotlib.pyplot as plt
+
+    sub = sensitivity[np.isclose(sensitivity["alpha"], alpha)]
+    corpora = list(dict.fromkeys(sub["corpus"]))
+    fig, axes = plt.subplots(1, len(corpora), figsize=(6.5 * len(corpora), 4), squeeze=False)
+    width = 0.8 / len(LEVELS)
+    for ax, corpus in zip(axes[0], corpora, strict=True):
+        part = sub[sub["corpus"] == corpus]
+        keys = list(dict.fromkeys(zip(part["gate"], part["negatives"], strict=True)))
+        x = np.arange(len(keys))
+        for i, level in enumerate(LEVELS):
+            rows = part[part["level"] == level].set_index(["gate", "negatives"]).reindex(keys)
+            pos = x + (i - (len(LEVELS) - 1) / 2) * width
+            ax.bar(pos, rows["bound"], width, color=f"C{i}", label=level)
+            for xi, (b, n) in zip(pos, zip(rows["bound"], rows["n"], strict=True), strict=True):
+                ax.text(xi, b, f"n={int(n)}", ha="center", va="bottom", fontsize=6)
+        ax.axhline(alpha, color="grey", ls="--", lw=1, label=f"α = {alpha:g}")
+        ax.set_xticks(x, [f"{g}\nvs {k}" for g, k in keys], fontsize=7)
+        ax.set(ylim=(0, 1.05), ylabel="Clopper–Pearson upper bound")
+        ax.set_title(f"{corpus}: sensitivity check, not the certificate", fontsize=9)
+        ax.grid(alpha=0.3, axis="y")
+        ax.legend(fontsize=6, loc="upper left")
     fig.tight_layout()
     return fig
 

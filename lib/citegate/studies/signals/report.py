@@ -12,6 +12,9 @@ import pandas as pd
 
 from citegate.studies.signals.compute import (
     ALL,
+    LEVEL_GROUP,
+    LEVEL_QUESTION,
+    LEVEL_UNIT,
     NEGATIVES,
     RAW,
     SUBSET_AUDITED,
@@ -281,13 +284,17 @@ def conclusion(
     goals: pd.DataFrame,
     alpha: float,
     delta: float,
+    sensitivity: pd.DataFrame | None = None,
 ) -> str:
-    """Markdown conclusion from this run's numbers."""
+    """Markdown conclusion from this run's numbers (`sensitivity`: `compute.group_sensitivity`,
+    reported as what the certificate assumes, never as the certificate)."""
     lines = ["## Conclusion", ""]
     lines += _signal_lines(aurocs)
     lines += _learned_lines(learned)
     lines += _transfer_lines(transfer)
     lines += _certified_lines(realised, alpha, delta)
+    if sensitivity is not None:
+        lines += sensitivity_lines(sensitivity, alpha)
     met = int((goals["met"] == "met").sum()) if len(goals) else 0
     prod = goals[goals["gate"] == PRODUCTION_GATE] if len(goals) else goals
     lines.append(
@@ -413,3 +420,33 @@ def _certified_lines(realised: pd.DataFrame, alpha: float, delta: float) -> list
             f"[{first['AR low']:.1%}, {first['AR high']:.1%}] of answerable test questions; {kinds}."
         )
     return lines
+
+
+def sensitivity_lines(sensitivity: pd.DataFrame, alpha: float) -> list[str]:
+    """Per corpus and kind of the production gate at `alpha`: how many questions, groups and
+    held-out units the certificate's negatives come from, and the bound with groups or units
+    as the sample (a sensitivity check: the certificate treats questions as independent)."""
+    sub = sensitivity[
+        (sensitivity["gate"] == PRODUCTION_GATE) & np.isclose(sensitivity["alpha"], alpha)
+    ]
+    lines = []
+    for (corpus, kind), g in sub.groupby(["corpus", "negatives"], sort=False):
+        at = {r["level"]: r for r in g.to_dict("records")}
+        q, grp, unit = at[LEVEL_QUESTION], at[LEVEL_GROUP], at[LEVEL_UNIT]
+        if grp["n"] == q["n"]:
+            continue  # one question per group: nothing to check
+        lines.append(
+            f"- Assumption of the certificate ({corpus}, vs {kind}): its {q['n']} calibration "
+            f"negatives (bound {q['bound']:.3f}) come from {grp['n']} question groups and "
+            f"{unit['n']} held-out units (chapters or articles), and the bound treats the "
+            f"questions as exchangeable and independent. Sensitivity check, not the "
+            f"certificate: counting each group once gives bound {_level(grp, alpha)}, each "
+            f"held-out unit once {_level(unit, alpha)}; with no false answer at all, α = "
+            f"{alpha:g} at δ = {q['delta (kind)']:g} needs ≥ {q['n needed']} independent units."
+        )
+    return lines
+
+
+def _level(r: dict[str, Any], alpha: float) -> str:
+    op = "≤" if r["bound ≤ α"] else ">"
+    return f"{r['bound']:.3f} ({r['false answers']} of {r['n']} answered; {op} α = {alpha:g})"
