@@ -52,6 +52,14 @@ SELECT addr_label, text FROM fragments
 WHERE embedder_id = %(eid)s AND corpus = ANY(%(corpora)s)
 """
 TEXTS_SQL = "SELECT id, text FROM fragments WHERE id = ANY(%(ids)s)"
+# The aggregate `research.traces.fragment_sets` keys traces on (row count and md5 over
+# "id:content_hash" in id order), for every corpus in one query.
+FRAGMENT_SETS_SQL = """
+SELECT corpus, count(*),
+       coalesce(md5(string_agg(id::text || ':' || content_hash, ',' ORDER BY id)), '')
+FROM fragments WHERE embedder_id = %(eid)s AND corpus = ANY(%(corpora)s)
+GROUP BY corpus
+"""
 
 
 # --------------------------------------------------------------------------- index facts
@@ -87,6 +95,17 @@ def index_facts(conn: psycopg.Connection, corpora: Sequence[str], embedder_id: s
         df.update(set(tokens(text or "")))
     labels = frozenset(r[0] for r in rows if r[0])
     return IndexFacts(tuple(corpora), labels, dict(df), len(rows), time.perf_counter() - clock)
+
+
+def fragment_sets(
+    conn: psycopg.Connection, corpora: Sequence[str], embedder_id: str
+) -> dict[str, str]:
+    """corpus -> "count:md5" of its (id, content hash) rows for the embedder, the identity
+    `research.traces` keys its traces on: it changes on any re-ingest, edit or deletion, so
+    `IndexFacts` cached under it are never stale. A corpus without fragments gives "0:"."""
+    rows = conn.execute(FRAGMENT_SETS_SQL, {"eid": embedder_id, "corpora": list(corpora)})
+    found = {corpus: f"{n}:{h}" for corpus, n, h in rows.fetchall()}
+    return {c: found.get(c, "0:") for c in corpora}
 
 
 def note_texts(conn: psycopg.Connection, ids: Iterable[int]) -> dict[int, str]:
@@ -283,6 +302,7 @@ __all__ = [
     "content_terms",
     "evidence",
     "explain",
+    "fragment_sets",
     "index_facts",
     "lexical_coverage",
     "named_labels",
