@@ -21,10 +21,6 @@ as the training mean):
   in the final notes' text (see `rare_terms`), 0 when the question has no rare term;
 - `lexical_rank`: 1 / the best lexical-lane rank among the final notes (1.0 = the top full-text
   hit is a note), 0 when no note came from the lexical lane;
-  both lexical signals are NaN (missing: the learned gate reads the training mean) for a
-  question in a language the index holds no text in (`shares_language`): a Russian question
-  against English notes shares no words with them by construction, so a 0 there says nothing
-  about the corpus and would only penalise the language;
 - `ltr_max_prob`: max rerank score of the final notes when the trace was reranked, else NaN;
 - `two_scale_score`: the two-scale arm's gate value (`arms.gate_signal` under arm=rrf_hybrid,
   gate=two_scale) replayed from the same trace.
@@ -50,9 +46,6 @@ from citegate.pipeline.lanes import lexical_query
 
 TOP_K_MEAN = 3  # notes averaged by topk_mean_cosine
 RARE_MAX_SHARE = 0.10  # a term in more than this share of the documents is not rare
-MIN_LANGUAGE_SHARE = 0.05  # a script in fewer of the index's fragments is not a text language
-# Signals that match the question's words with the notes' words: missing across languages.
-WORD_MATCH_SIGNALS = ("lexical_coverage", "lexical_rank")
 
 FACTS_SQL = """
 SELECT addr_label, text FROM fragments
@@ -75,18 +68,14 @@ GROUP BY corpus
 @dataclass(frozen=True)
 class IndexFacts:
     """What the searched index holds, fetched once per (corpora, embedder): its address labels
-    ("BG 3.5", "Rhine ¶5"), for rare-term weighting how many of its `n_docs` fragments contain
-    each term (`doc_freq`, terms as `tokens` makes them), and the languages its text is written
-    in (`languages`: the scripts, as `question_language` reads a question, of at least
-    `MIN_LANGUAGE_SHARE` of the fragments; empty = not known, every language counts as
-    present)."""
+    ("BG 3.5", "Rhine ¶5") and, for rare-term weighting, how many of its `n_docs` fragments
+    contain each term (`doc_freq`, terms as `tokens` makes them)."""
 
     corpora: tuple[str, ...]
     addresses: frozenset[str]
     doc_freq: Mapping[str, int]
     n_docs: int
     seconds: float = field(default=0.0, compare=False)  # how long index_facts took
-    languages: frozenset[str] = frozenset()
 
 
 def tokens(text: str) -> list[str]:
@@ -96,27 +85,16 @@ def tokens(text: str) -> list[str]:
 
 
 def index_facts(conn: psycopg.Connection, corpora: Sequence[str], embedder_id: str) -> IndexFacts:
-    """Addresses, document frequencies and text languages of the fragments of `corpora` for
-    `embedder_id`, in one query (document frequencies are counted here in Python with `tokens`,
-    so they use exactly the normalisation the coverage signal matches with; languages with
-    `script_language`, the rule a question's language is read with)."""
+    """Addresses and document frequencies of the fragments of `corpora` for `embedder_id`, in one
+    query (document frequencies are counted here in Python with `tokens`, so they use exactly
+    the normalisation the coverage signal matches with)."""
     clock = time.perf_counter()
     rows = conn.execute(FACTS_SQL, {"eid": embedder_id, "corpora": list(corpora)}).fetchall()
     df: Counter[str] = Counter()
-    scripts: Counter[str] = Counter()
     for _, text in rows:
         df.update(set(tokens(text or "")))
-        scripts[script_language(text or "")] += 1
     labels = frozenset(r[0] for r in rows if r[0])
-    languages = frozenset(k for k, n in scripts.items() if n >= MIN_LANGUAGE_SHARE * len(rows))
-    return IndexFacts(
-        tuple(corpora),
-        labels,
-        dict(df),
-        len(rows),
-        seconds=time.perf_counter() - clock,
-        languages=languages,
-    )
+    return IndexFacts(tuple(corpora), labels, dict(df), len(rows), time.perf_counter() - clock)
 
 
 def fragment_sets(
@@ -145,12 +123,6 @@ def question_language(question: str) -> str:
     """The language key of a question for per-language statistics: its script (`hi`, `ru`,
     `en`), as `core.text.script_language` reads it (the LTR features use the same rule)."""
     return script_language(question)
-
-
-def shares_language(question: str, facts: IndexFacts) -> bool:
-    """Whether the index holds text in the question's language (always, when `facts` does not
-    know its languages): only then can the question's words be found in the notes' words."""
-    return not facts.languages or question_language(question) in facts.languages
 
 
 def content_terms(question: str) -> list[str]:
@@ -225,9 +197,7 @@ def signals(
     texts: Mapping[int, str],
 ) -> dict[str, float]:
     """One question's raw signals (`SIGNALS`, in order) from a replayed result; `texts` holds the
-    final notes' texts by fragment id (`note_texts`; a note's own text is used when present).
-    The word-matching signals are NaN when the index holds no text in the question's language
-    (`shares_language`)."""
+    final notes' texts by fragment id (`note_texts`; a note's own text is used when present)."""
     question = result.trace.question
     cos = _cosines(result.notes)
     lex = [c.lex_rank for c in result.notes if c.lex_rank is not None]
@@ -242,8 +212,6 @@ def signals(
         "ltr_max_prob": _ltr_max_prob(result),
         "two_scale_score": two_scale_score(result, cfg),
     }
-    if not shares_language(question, facts):
-        out.update(dict.fromkeys(WORD_MATCH_SIGNALS, math.nan))
     return {k: float(out[k]) for k in SIGNALS}
 
 
@@ -329,7 +297,6 @@ def explain(sig: Mapping[str, float], named: Sequence[str], facts: IndexFacts) -
 
 __all__ = [
     "SIGNALS",
-    "WORD_MATCH_SIGNALS",
     "GateEvidence",
     "IndexFacts",
     "content_terms",
@@ -343,7 +310,6 @@ __all__ = [
     "question_language",
     "rare_terms",
     "signals",
-    "shares_language",
     "signals_for",
     "term_weight",
     "tokens",
