@@ -321,6 +321,31 @@ def test_group_sensitivity_recounts_the_certificate_by_group_and_unit(
     assert not any("out_of_scope" in t for t in text)
 
 
+def test_language_gap_by_address_and_feature_pushes_add_up(two: pd.DataFrame, fitted) -> None:
+    gates, _ = fitted
+    points = C.certified_points(two, gates, [0.10], 0.05, 0.5)
+    point = C.find_point(points, "A", "learned (logistic)", 0.10)
+    gap = C.language_gap_by_address(two, point, gates).set_index(["language", "questions"])
+    test = two[(two["corpus"] == "A") & (two["split"] == "test") & (two["label"] == "answerable")]
+    answered = gates[("A", "logistic")].score(test) >= point.certified.threshold
+    for lang in ("en", "ru"):
+        mine = (test["language"] == lang).to_numpy()
+        assert gap.loc[(lang, "all"), "answered"] == int(answered[mine].sum())
+        parts = [gap.loc[(lang, q), "answerable"] for q in C.ADDRESS_STRATA.values()]
+        assert sum(parts) == gap.loc[(lang, "all"), "answerable"] == int(mine.sum())
+    fit = gates[("A", "logistic")]
+    pushes = C.feature_pushes(two, fit).set_index("feature")
+    logit = np.log(fit.score(test) / (1 - fit.score(test)))
+    intercept = float(fit.estimator.named_steps["logisticregression"].intercept_[0])
+    for lang in ("en", "ru"):  # contributions + intercept = the mean logit of the language
+        mine = (test["language"] == lang).to_numpy()
+        assert pushes[lang].sum() + intercept == pytest.approx(logit[mine].mean())
+    assert pushes["ru − en"].to_numpy() == pytest.approx((pushes["ru"] - pushes["en"]).to_numpy())
+    lines = R.language_gap_lines(gap.reset_index(), pushes.reset_index())
+    assert lines[0].startswith("- Language gap (A, learned (logistic), α=0.1")
+    assert "Features pushing ru answerable questions down most" in lines[1]
+
+
 def test_production_model_file_scores_exactly_as_scikit_learn(
     two: pd.DataFrame, fitted, tmp_path: Path
 ) -> None:

@@ -689,6 +689,72 @@ def calibration_negative_groups(sensitivity: pd.DataFrame) -> pd.DataFrame:
     return table.reindex(columns=list(LEVELS)).reset_index()
 
 
+# ---------------------------------------------------------------- the language gap, explained
+
+ADDRESS_STRATA = {1.0: "names only indexed verses", 0.0: "every other question"}
+
+
+def language_gap_by_address(
+    frame: pd.DataFrame, point: GatePoint, gates: Mapping[tuple[str, str], FittedGate]
+) -> pd.DataFrame:
+    """Answer rate (Wilson 95% CI) of the point's gate on the TEST split's answerable questions
+    per language, overall and split by whether the question names verses that are all in the
+    index (`address_found`): a gap between languages that vanishes within the strata comes
+    from how often each language's questions name a verse, not from the language."""
+    test = frame[
+        (frame["corpus"] == point.corpus)
+        & (frame["split"] == "test")
+        & (frame["label"] == "answerable")
+    ]
+    answered = pd.Series(score_of(point, test, gates) >= point.certified.threshold, test.index)
+    rows = []
+    for lang, g in test.groupby("language", sort=True):
+        found = g["address_found"] == 1.0
+        strata = [("all", g), (ADDRESS_STRATA[1.0], g[found]), (ADDRESS_STRATA[0.0], g[~found])]
+        for stratum, part in strata:
+            rate, lo, hi = M.rate_ci_or_nan(answered[part.index])
+            rows.append(
+                {
+                    "corpus": point.corpus,
+                    "gate": point.gate,
+                    "alpha": point.alpha,
+                    "language": lang,
+                    "questions": stratum,
+                    "answerable": len(part),
+                    "answered": int(answered[part.index].sum()),
+                    "answer rate": rate,
+                    "AR low": lo,
+                    "AR high": hi,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def feature_pushes(frame: pd.DataFrame, fitted: FittedGate, baseline: str = "en") -> pd.DataFrame:
+    """Which features move a language's answerable TEST questions up or down in a logistic gate:
+    the mean logit contribution coef × z of each feature (z after the gate's own imputation and
+    standardisation) per language, and each language minus `baseline` (negative: pushes that
+    language's questions below the baseline's)."""
+    if fitted.kind != "logistic":
+        raise ValueError(f"feature pushes read a logistic gate's coefficients, not {fitted.kind!r}")
+    test = frame[
+        (frame["corpus"] == fitted.corpus)
+        & (frame["split"] == "test")
+        & (frame["label"] == "answerable")
+    ]
+    imputer, scaler, lr = fitted.estimator.named_steps.values()
+    x = feature_matrix(test, fitted.features, fitted.stats)
+    push = pd.DataFrame(
+        scaler.transform(imputer.transform(x)) * lr.coef_[0], columns=list(fitted.features)
+    )
+    push["language"] = test["language"].to_numpy()
+    means = push.groupby("language").mean().T
+    for lang in means.columns:
+        if lang != baseline and baseline in means.columns:
+            means[f"{lang} − {baseline}"] = means[lang] - means[baseline]
+    return means.rename_axis("feature").reset_index()
+
+
 def certificate_block(point: GatePoint) -> dict[str, Any]:
     """recommendation.json's `certified` block: per kind {alpha, delta (its Bonferroni share),
     n_neg, false_answers, bound, kind} at the chosen threshold, plus the threshold, the family δ

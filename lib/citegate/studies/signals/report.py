@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from citegate.studies.signals.compute import (
+    ADDRESS_STRATA,
     ALL,
     LEVEL_GROUP,
     LEVEL_QUESTION,
@@ -450,3 +451,34 @@ def sensitivity_lines(sensitivity: pd.DataFrame, alpha: float) -> list[str]:
 def _level(r: dict[str, Any], alpha: float) -> str:
     op = "≤" if r["bound ≤ α"] else ">"
     return f"{r['bound']:.3f} ({r['false answers']} of {r['n']} answered; {op} α = {alpha:g})"
+
+
+def language_gap_lines(gap: pd.DataFrame, pushes: pd.DataFrame, language: str = "ru") -> list[str]:
+    """The language gap of one certified gate, per address stratum, and the features that push
+    `language`'s answerable questions down most against English (mean logit contribution)."""
+    if gap.empty or language not in set(gap["language"]) or "en" not in set(gap["language"]):
+        return []
+    at = {(r["language"], r["questions"]): r for r in gap.to_dict("records")}
+    head = gap.iloc[0]
+
+    def cell(lang: str, stratum: str) -> str:
+        r = at.get((lang, stratum))
+        if r is None or not r["answerable"]:
+            return f"{lang} none"
+        return f"{lang} {r['answered']}/{r['answerable']} ({r['answer rate']:.3f})"
+
+    strata = [f"{q}: {cell('en', q)} vs {cell(language, q)}" for q in ADDRESS_STRATA.values()]
+    column = f"{language} − en"
+    lines = [
+        f"- Language gap ({head['corpus']}, {head['gate']}, α={head['alpha']:g}, answerable test "
+        f"questions): {cell('en', 'all')} vs {cell(language, 'all')}; questions that "
+        f"{'; '.join(strata)}."
+    ]
+    if column in pushes:
+        worst = pushes.sort_values(column, kind="stable").head(3)
+        named = ", ".join(f"`{r['feature']}` {r[column]:+.2f}" for r in worst.to_dict("records"))
+        lines.append(
+            f"- Features pushing {language} answerable questions down most against en (mean "
+            f"logit contribution, {column}): {named}."
+        )
+    return lines
