@@ -471,7 +471,7 @@ def language_gap_lines(gap: pd.DataFrame, pushes: pd.DataFrame, language: str = 
     column = f"{language} − en"
     lines = [
         f"- Language gap ({head['corpus']}, {head['gate']}, α={head['alpha']:g}, answerable test "
-        f"questions): {cell('en', 'all')} vs {cell(language, 'all')}; questions that "
+        f"questions): {cell('en', 'all')} vs {cell(language, 'all')}; by question: "
         f"{'; '.join(strata)}."
     ]
     if column in pushes:
