@@ -49,9 +49,9 @@ def test_a_single_item_cannot_be_split() -> None:
 
 def test_documents_by_share_and_by_field() -> None:
     field_of = {f"a{i}-{p}": f"art{i}" for i in range(8) for p in range(3)}
-    by_doc = Holdout(0.25).documents("c", field_of)
+    by_doc = Holdout(0.25).documents(field_of)
     assert len(by_doc) == 6
-    by_field = Holdout(0.25, "article").documents("c", field_of)
+    by_field = Holdout(0.25, "article").documents(field_of)
     assert len(by_field) == 6  # 2 of 8 articles, 3 documents each
     held_articles = {field_of[d] for d in by_field}
     assert len(held_articles) == 2

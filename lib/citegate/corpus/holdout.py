@@ -4,8 +4,9 @@ build holds out, drawn by salted hash so the draw is fixed by the salt and never
 One mechanism serves every split build. The demo builds are instances of it: `gita-split` holds
 out 4 of the 18 gita chapters (`held_out(range(1, 19), "gita", 4)`), `xquad-split` 12 of the 48
 XQuAD articles (`held_out(titles, "xquad", 12)`); an imported corpus holds out a share of its
-documents (`--holdout 0.25`, namespace = the corpus name) or of the values of one metadata field
-(`--holdout-by FIELD`, namespace = `NAME:FIELD`). Questions whose relevant documents are all
+documents (`--holdout 0.25`, namespace `document`) or of the values of one metadata field
+(`--holdout-by FIELD`, namespace `FIELD`). The corpus name is not part of the draw, so the same
+data imported under another name holds out the same documents. Questions whose relevant documents are all
 held out become the split's `out_of_corpus` negatives (see `citegate.corpus.beir`).
 """
 
@@ -80,14 +81,13 @@ class Holdout:
             str(data.get("salt", HOLDOUT_SALT)),
         )
 
-    def documents(self, name: str, field_of: Mapping[str, str | None]) -> frozenset[str]:
-        """The held-out document ids of corpus `name`. `field_of` maps every document id to its
-        value of `self.field` (ignored for a share of documents; None where a document lacks it,
-        which the importer refuses before this is called)."""
+    def documents(self, field_of: Mapping[str, str | None]) -> frozenset[str]:
+        """The held-out document ids. `field_of` maps every document id to its value of
+        `self.field` (ignored for a share of documents; the importer refuses a document without
+        the field before this is called)."""
         if self.field is None:
-            return held_out(field_of, name, share_count(len(field_of), self.share), self.salt)
+            n = share_count(len(field_of), self.share)
+            return held_out(field_of, "document", n, self.salt)
         values = sorted({v for v in field_of.values() if v is not None})
-        held = held_out(
-            values, f"{name}:{self.field}", share_count(len(values), self.share), self.salt
-        )
+        held = held_out(values, self.field, share_count(len(values), self.share), self.salt)
         return frozenset(d for d, v in field_of.items() if v in held)

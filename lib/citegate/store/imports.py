@@ -189,7 +189,7 @@ def _split(
     record gains the split build's entry."""
     name = record["name"]
     split_name = name + SPLIT_SUFFIX
-    held = holdout.documents(name, field_of)
+    held = holdout.documents(field_of)
     frags = collection_fragments(coll, split_name, record["kind"], record["language"], held)
     qs = split_set(full, held)
     origin = f"{_origin(coll.root)} holding out {holdout.spec}"
