@@ -136,9 +136,11 @@ class Problems:
     items: list[Problem] = field(default_factory=list)
 
     def add(self, path: Path | str, line: int | str, message: str) -> None:
+        """Note one bad record."""
         self.items.append(Problem(str(path), line, message))
 
     def raise_any(self) -> None:
+        """Raise every noted problem at once (`ImportProblems`), if there is any."""
         if self.items:
             raise ImportProblems(self.items)
 
@@ -161,6 +163,7 @@ def check_name(name: str) -> None:
 
 
 def file_sha256(path: Path) -> str:
+    """sha256 hex digest of a file's bytes (recorded per imported file)."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -203,6 +206,7 @@ def _record_id(path: Path, n: int, rec: Mapping[str, Any], key: str, pr: Problem
 
 
 def _record_text(path: Path, n: int, rec: Mapping[str, Any], key: str, pr: Problems) -> str | None:
+    """The record's non-empty text field, or None after adding a problem."""
     value = rec.get(key)
     if not isinstance(value, str) or not value.strip():
         pr.add(path, n, f"empty or missing {key!r}")
