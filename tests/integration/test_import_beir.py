@@ -120,3 +120,19 @@ def test_split_afterwards_and_questions_with_gold_ids(
     with pytest.raises(InputError, match=r"bad.csv:2: gold names unknown"):
         import_questions(conn, bad, "ex4", emb, progress=False)
     assert {q.id for q in load_set("ex4").questions} == {"m1", "m2"}
+
+
+def test_own_out_of_scope_questions_become_the_runs_negatives(
+    conn: psycopg.Connection, tmp_path: Path
+) -> None:
+    oos = tmp_path / "oos.txt"
+    oos.write_text(
+        "How do I bake sourdough bread?\nWho won the 2018 World Cup?\n", encoding="utf-8"
+    )
+    rep = import_beir(conn, EXAMPLE, "ex5", default_embedder(), out_of_scope=oos, progress=False)
+    assert rep.out_of_scope == "ex5-out-of-scope"
+    negatives = load_set("ex5-out-of-scope")
+    assert negatives.corpus == "*" and {q.label for q in negatives.questions} == {"out_of_scope"}
+    assert len(negatives.questions) == 2
+    again = import_beir(conn, EXAMPLE, "ex5", default_embedder(), progress=False)
+    assert again.out_of_scope == "ex5-out-of-scope"  # kept by a re-import without the flag
