@@ -91,21 +91,47 @@ def _lane_hits(
     depth: int,
     tag: str,
     lex_ranks: dict[int, int] | None = None,
+    *,
+    batched: bool = True,
 ) -> dict[int, list[str]]:
-    found: dict[int, list[str]] = {}
-    for text, vec in zip(texts, vecs, strict=True):
-        hits = [
-            h
-            for g in lanes.KIND_GROUPS
-            for h in lanes.dense(conn, vec, embedder_id, cfg.corpora, g, depth)
+    """Every lane for every text of one round: fragment id -> its lane tags, in text order, then
+    lane order (dense groups, lexical, address). Batched, the round is one statement
+    (`lanes.round_hits`); unbatched, each lane runs once per text (the path it replaced, kept so a
+    test can show both give the same trace)."""
+    if batched:
+        per_text = lanes.round_hits(
+            conn, texts, vecs, embedder_id, cfg.corpora, depth, cfg.address_trgm
+        )
+    else:
+        per_text = [
+            _text_hits(conn, t, v, cfg, embedder_id, depth)
+            for t, v in zip(texts, vecs, strict=True)
         ]
-        hits += lanes.lexical(conn, text, embedder_id, cfg.corpora, depth)
-        hits += lanes.address(conn, text, embedder_id, cfg.corpora, depth, cfg.address_trgm)
+    found: dict[int, list[str]] = {}
+    for hits in per_text:
         for h in hits:
             found.setdefault(h.fragment_id, []).append(f"{h.lane}@{tag}")
             if lex_ranks is not None and h.lane == "lexical":
                 lex_ranks[h.fragment_id] = min(lex_ranks.get(h.fragment_id, h.rank), h.rank)
     return found
+
+
+def _text_hits(
+    conn: psycopg.Connection,
+    text: str,
+    vec: np.ndarray,
+    cfg: PipelineConfig,
+    embedder_id: str,
+    depth: int,
+) -> list[lanes.LaneHit]:
+    """One text's lanes, one statement per lane (the unbatched path)."""
+    hits = [
+        h
+        for g in lanes.KIND_GROUPS
+        for h in lanes.dense(conn, vec, embedder_id, cfg.corpora, g, depth)
+    ]
+    hits += lanes.lexical(conn, text, embedder_id, cfg.corpora, depth)
+    return hits + lanes.address(conn, text, embedder_id, cfg.corpora, depth, cfg.address_trgm)
 
 
 def _exact_misses(
@@ -114,12 +140,25 @@ def _exact_misses(
     cfg: PipelineConfig,
     embedder_id: str,
     seen: set[int],
+    *,
+    batched: bool = True,
 ) -> dict[int, list[str]]:
+    """Fragments an exact dense scan of each group finds that no lane found (the ANN misses)."""
+    if batched:
+        (hits,) = lanes.round_hits(
+            conn, [""], qvec[None, :], embedder_id, cfg.corpora, cfg.lane_k,
+            text_lanes=False, exact=True,
+        )  # fmt: skip
+    else:
+        hits = [
+            h
+            for g in lanes.KIND_GROUPS
+            for h in lanes.dense(conn, qvec, embedder_id, cfg.corpora, g, cfg.lane_k, exact=True)
+        ]
     out: dict[int, list[str]] = {}
-    for g in lanes.KIND_GROUPS:
-        for h in lanes.dense(conn, qvec, embedder_id, cfg.corpora, g, cfg.lane_k, exact=True):
-            if h.fragment_id not in seen:
-                out.setdefault(h.fragment_id, []).append(f"exact:{g}@r1")
+    for h in hits:
+        if h.fragment_id not in seen:
+            out.setdefault(h.fragment_id, []).append(f"exact:{h.lane.removeprefix('dense:')}@r1")
     return out
 
 
@@ -132,8 +171,11 @@ def collect(
     planner: Planner | None = None,
     *,
     exact_check: bool = False,
+    batched_lanes: bool = True,
 ) -> RetrievalTrace:
-    """Run the plan and every lane (both fanout rounds), fetch cosines, rerank; build the trace."""
+    """Run the plan and every lane (both fanout rounds), fetch cosines, rerank; build the trace.
+    `batched_lanes=False` runs each lane once per text instead of one statement per round (same
+    trace; kept for the equality test and the bench)."""
     if embedder.id != cfg.embedder:
         raise ConfigError(f"config names embedder {cfg.embedder!r} but {embedder.id!r} is in use")
     t: dict[str, float] = {}
@@ -148,7 +190,15 @@ def collect(
     clock = time.perf_counter()
     lex_ranks: dict[int, int] = {}
     r1 = _lane_hits(
-        conn, texts1, vecs[1 : 1 + len(texts1)], cfg, embedder.id, cfg.lane_k, "r1", lex_ranks
+        conn,
+        texts1,
+        vecs[1 : 1 + len(texts1)],
+        cfg,
+        embedder.id,
+        cfg.lane_k,
+        "r1",
+        lex_ranks,
+        batched=batched_lanes,
     )
     r2: dict[int, list[str]] = {}
     if texts2:
@@ -160,9 +210,12 @@ def collect(
             embedder.id,
             cfg.lane_k * 2,
             "r2",
+            batched=batched_lanes,
         )
     misses = (
-        _exact_misses(conn, vecs[0], cfg, embedder.id, set(r1) | set(r2)) if exact_check else {}
+        _exact_misses(conn, vecs[0], cfg, embedder.id, set(r1) | set(r2), batched=batched_lanes)
+        if exact_check
+        else {}
     )
     t["lanes"] = time.perf_counter() - clock
     clock = time.perf_counter()
