@@ -84,29 +84,39 @@ def _norm(v: Any) -> Any:
 
 def _lane_hits(
     conn: psycopg.Connection,
-    texts: Sequence[str],
-    vecs: np.ndarray,
+    rounds: Sequence[tuple[Sequence[str], np.ndarray, int]],
     cfg: PipelineConfig,
     embedder_id: str,
-    depth: int,
-    tag: str,
-    lex_ranks: dict[int, int] | None = None,
     *,
     batched: bool = True,
-) -> dict[int, list[str]]:
-    """Every lane for every text of one round: fragment id -> its lane tags, in text order, then
-    lane order (dense groups, lexical, address). Batched, the round is one statement
-    (`lanes.round_hits`); unbatched, each lane runs once per text (the path it replaced, kept so a
-    test can show both give the same trace)."""
-    if batched:
-        per_text = lanes.round_hits(
-            conn, texts, vecs, embedder_id, cfg.corpora, depth, cfg.address_trgm
-        )
-    else:
-        per_text = [
-            _text_hits(conn, t, v, cfg, embedder_id, depth)
-            for t, v in zip(texts, vecs, strict=True)
+) -> list[list[list[lanes.LaneHit]]]:
+    """Every lane for every text of every round ((texts, vectors, depth) each): per round, per
+    text, its hits. Batched, all rounds are one statement (`lanes.batch_hits`); unbatched, each
+    lane runs once per text (the path it replaced, kept so a test can show both give the same
+    trace)."""
+    if not batched:
+        return [
+            [_text_hits(conn, t, v, cfg, embedder_id, k) for t, v in zip(ts, vs, strict=True)]
+            for ts, vs, k in rounds
         ]
+    texts = [t for ts, _, _ in rounds for t in ts]
+    if not texts:
+        return [[] for _ in rounds]
+    ks = [k for ts, _, k in rounds for _ in ts]
+    vecs = np.vstack([vs for ts, vs, _ in rounds if len(ts)])
+    flat = lanes.batch_hits(conn, texts, vecs, ks, embedder_id, cfg.corpora, cfg.address_trgm)
+    out, start = [], 0
+    for ts, _, _ in rounds:
+        out.append(flat[start : start + len(ts)])
+        start += len(ts)
+    return out
+
+
+def _tags(
+    per_text: Sequence[Sequence[lanes.LaneHit]], tag: str, lex_ranks: dict[int, int] | None = None
+) -> dict[int, list[str]]:
+    """Fragment id -> its lane tags (`lane@round`), in text order, then lane order (dense groups,
+    lexical, address); with `lex_ranks`, each fragment's best lexical rank is recorded too."""
     found: dict[int, list[str]] = {}
     for hits in per_text:
         for h in hits:
@@ -145,8 +155,8 @@ def _exact_misses(
 ) -> dict[int, list[str]]:
     """Fragments an exact dense scan of each group finds that no lane found (the ANN misses)."""
     if batched:
-        (hits,) = lanes.round_hits(
-            conn, [""], qvec[None, :], embedder_id, cfg.corpora, cfg.lane_k,
+        (hits,) = lanes.batch_hits(
+            conn, [""], qvec[None, :], [cfg.lane_k], embedder_id, cfg.corpora,
             text_lanes=False, exact=True,
         )  # fmt: skip
     else:
@@ -174,8 +184,8 @@ def collect(
     batched_lanes: bool = True,
 ) -> RetrievalTrace:
     """Run the plan and every lane (both fanout rounds), fetch cosines, rerank; build the trace.
-    `batched_lanes=False` runs each lane once per text instead of one statement per round (same
-    trace; kept for the equality test and the bench)."""
+    `batched_lanes=False` runs each lane once per text instead of one statement for both rounds
+    (same trace; kept for the equality test and the bench)."""
     if embedder.id != cfg.embedder:
         raise ConfigError(f"config names embedder {cfg.embedder!r} but {embedder.id!r} is in use")
     t: dict[str, float] = {}
@@ -188,30 +198,13 @@ def collect(
     vecs = embedder.embed_queries([question, *texts1, *texts2])
     t["embed"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    lex_ranks: dict[int, int] = {}
-    r1 = _lane_hits(
-        conn,
-        texts1,
-        vecs[1 : 1 + len(texts1)],
-        cfg,
-        embedder.id,
-        cfg.lane_k,
-        "r1",
-        lex_ranks,
-        batched=batched_lanes,
-    )
-    r2: dict[int, list[str]] = {}
+    rounds = [(texts1, vecs[1 : 1 + len(texts1)], cfg.lane_k)]
     if texts2:
-        r2 = _lane_hits(
-            conn,
-            texts2 + [question],
-            np.vstack([vecs[-1], vecs[0]]),
-            cfg,
-            embedder.id,
-            cfg.lane_k * 2,
-            "r2",
-            batched=batched_lanes,
-        )
+        rounds.append((texts2 + [question], np.vstack([vecs[-1], vecs[0]]), cfg.lane_k * 2))
+    per_round = _lane_hits(conn, rounds, cfg, embedder.id, batched=batched_lanes)
+    lex_ranks: dict[int, int] = {}
+    r1 = _tags(per_round[0], "r1", lex_ranks)
+    r2 = _tags(per_round[1], "r2") if texts2 else {}
     misses = (
         _exact_misses(conn, vecs[0], cfg, embedder.id, set(r1) | set(r2), batched=batched_lanes)
         if exact_check
