@@ -15,6 +15,7 @@ from citegate.corpus.questions import load_set
 from citegate.models.embed import default_embedder
 from citegate.models.rerank import CosineReranker
 from citegate.pipeline import lanes
+from citegate.pipeline.plan import keywords
 from citegate.pipeline.retrieve import collect
 from citegate.research.bench import hnsw_scans
 
@@ -108,6 +109,21 @@ def test_round_hits_equal_one_call_per_lane_with_ranks_and_scores(
         "address",
         "address:exact",
     }
+
+
+def test_a_search_shared_by_texts_of_different_depths_is_cut_to_each(
+    demo: psycopg.Connection, emb
+) -> None:  # noqa: ANN001
+    """The question at lane_k and again at twice that (retrieve's two rounds) is searched once by
+    the text lanes at the larger depth; each copy gets exactly what its own call would."""
+    cfg = PipelineConfig(embedder=emb.id)
+    for q in ["What does Gita 2:13 say about the soul?", *_questions(4)]:
+        texts, ks = [q, keywords(q), q], [cfg.lane_k, 2 * cfg.lane_k, 2 * cfg.lane_k]
+        vecs = emb.embed_queries(texts)
+        got = lanes.batch_hits(demo, texts, vecs, ks, cfg.embedder, cfg.corpora, cfg.address_trgm)
+        want = [_single(demo, t, v, cfg, k) for t, v, k in zip(texts, vecs, ks, strict=True)]
+        assert got == want, q
+        assert len(got[0]) < len(got[2])  # the depths really differ
 
 
 def test_batched_and_unbatched_collect_give_identical_traces(demo: psycopg.Connection, emb) -> None:  # noqa: ANN001

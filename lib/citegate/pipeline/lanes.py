@@ -192,31 +192,34 @@ _TEXT_CTES = """,
 lx AS (SELECT i, k, websearch_to_tsquery('russian', lex) AS ru,
               websearch_to_tsquery('simple', lex) AS si FROM q WHERE lex <> ''),
 lxd AS (SELECT ru, si, max(k) AS k FROM lx GROUP BY ru, si),
-ad AS (SELECT labels, max(k) AS k FROM q WHERE cardinality(labels) > 0 GROUP BY labels),
-tg AS (SELECT t, max(k) AS k FROM q GROUP BY t)"""
-_TEXT_PARTS = """
-SELECT 'lexical'::text, lx.i, h.ids, h.scores FROM lxd CROSS JOIN LATERAL (
+lxh AS MATERIALIZED (SELECT lxd.ru, lxd.si, h.ids, h.scores FROM lxd CROSS JOIN LATERAL (
   SELECT array_agg(s.id) AS ids, array_agg(s.r::text) AS scores FROM (
     SELECT f.id, greatest(ts_rank_cd(f.tsv_russian, lxd.ru), ts_rank_cd(f.tsv_simple, lxd.si)) AS r
     FROM fragments f
     WHERE f.embedder_id = %(eid)s AND f.corpus = ANY(%(corpora)s)
       AND (f.tsv_russian @@ lxd.ru OR f.tsv_simple @@ lxd.si)
-    ORDER BY r DESC, f.id LIMIT lxd.k) s) h
-JOIN lx ON lx.ru = lxd.ru AND lx.si = lxd.si
-UNION ALL
-SELECT 'address:exact'::text, q.i, h.ids, NULL::text[] FROM ad CROSS JOIN LATERAL (
+    ORDER BY r DESC, f.id LIMIT lxd.k) s) h),
+ad AS (SELECT labels, max(k) AS k FROM q WHERE cardinality(labels) > 0 GROUP BY labels),
+adh AS MATERIALIZED (SELECT ad.labels, h.ids FROM ad CROSS JOIN LATERAL (
   SELECT array_agg(s.id) AS ids FROM (
     SELECT id FROM fragments
     WHERE embedder_id = %(eid)s AND corpus = ANY(%(corpora)s) AND addr_label = ANY(ad.labels)
-    ORDER BY array_position(ad.labels, addr_label), kind <> 'verse', id LIMIT ad.k) s) h
-JOIN q ON q.labels = ad.labels
-UNION ALL
-SELECT 'address'::text, q.i, h.ids, h.scores FROM tg CROSS JOIN LATERAL (
+    ORDER BY array_position(ad.labels, addr_label), kind <> 'verse', id LIMIT ad.k) s) h),
+tg AS (SELECT t, max(k) AS k FROM q GROUP BY t),
+tgh AS MATERIALIZED (SELECT tg.t, h.ids, h.scores FROM tg CROSS JOIN LATERAL (
   SELECT array_agg(s.id) AS ids, array_agg(s.s::text) AS scores FROM (
     SELECT id, strict_word_similarity(tg.t, addr_search) AS s FROM fragments
     WHERE embedder_id = %(eid)s AND corpus = ANY(%(corpora)s) AND tg.t <<%% addr_search
-    ORDER BY s DESC, id LIMIT tg.k) s) h
-JOIN q ON q.t = tg.t"""
+    ORDER BY s DESC, id LIMIT tg.k) s) h)"""
+# Each distinct search runs once inside its MATERIALIZED CTE; only then is it joined back to the
+# texts that share it (joined first, the planner would run the subquery once per text).
+_TEXT_PARTS = """
+SELECT 'lexical'::text, lx.i, lxh.ids, lxh.scores FROM lxh
+JOIN lx ON lx.ru = lxh.ru AND lx.si = lxh.si
+UNION ALL
+SELECT 'address:exact'::text, q.i, adh.ids, NULL::text[] FROM adh JOIN q ON q.labels = adh.labels
+UNION ALL
+SELECT 'address'::text, q.i, tgh.ids, tgh.scores FROM tgh JOIN q ON q.t = tgh.t"""
 
 
 def _batch_sql(
