@@ -5,7 +5,8 @@ lexical — `websearch_to_tsquery` over the `russian` (stemmed) and `simple` (ex
 address — canonical verse addresses ("BG 2.13", "Gita 2:13", …) and pg_trgm word similarity over
           `addr_label || source_id || tokens`.
 Every lane returns fragment ids with the lane's own rank; cosines are computed for all candidates
-by `cosines`, whichever lane found them.
+by `fetch`, whichever lane found them. `retrieve` runs every lane for every text of both fanout
+rounds as ONE statement (`batch_hits`), which gives exactly what the single-text calls give.
 """
 
 from __future__ import annotations
