@@ -466,7 +466,9 @@ def _sweep_lines(rep: dict[str, Any]) -> list[str]:
             plan = [per[g]["planner"] for g in groups]
             forced = [per[g]["hnsw_forced"] for g in groups]
             cells = [
-                f"{m['recall_at_16']:.3f}, {m['p50_ms']:.2f}, {m['hnsw_share']:.2f}" for m in plan
+                f"{m['recall_at_16']:.3f}, {m['cos_gap']:.4f}, {m['p50_ms']:.2f}, "
+                f"{m['hnsw_share']:.2f}"
+                for m in plan
             ]
             cells += [f"{m['recall_at_16']:.3f}, {m['p50_ms']:.2f}" for m in forced]
             lines.append(f"| {r['size']:,} | {setting} | " + " | ".join(cells) + " |")
