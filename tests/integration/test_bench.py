@@ -81,6 +81,8 @@ def test_every_part_reports_finite_numbers(result: dict) -> None:
             "dense:library",
             "lexical",
             "address",
+            "question, batched",
+            "question, per lane",
         }
     )
     rep = result["replay"]
@@ -131,7 +133,11 @@ def test_goal_row_reads_inconclusive() -> None:
         "ingest": {"ingest_over_raw": 0.6, "inconclusive_because": "ratio IQR 0.3 > 20%"},
         "recall": {"overall": {"recall_at_16": 1.0}, "groups": {}},
         "replay": {"vector_over_retrieve_warm": 2000.0, "vector_equals_scalar": 1.0},
+        "retrieve_warm": {"lanes": {"p50_ms": 61.0}},
     }
     g = bench.goals(res)
+    assert g["lanes_p50_ms"]["verdict"] == "no"  # a latency: over the goal is not met
+    res["retrieve_warm"]["lanes"]["p50_ms"] = 59.0
+    assert bench.goals(res)["lanes_p50_ms"]["verdict"] == "yes"
     assert g["ingest_over_raw"]["verdict"] == "inconclusive" and g["ingest_over_raw"]["met"] is None
     assert g["recall_at_16"]["verdict"] == "yes"

@@ -42,7 +42,28 @@ def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path) -> None:
         for m in r["groups"].values():
             assert all(math.isfinite(x) for x in m.values()), m
             assert 0.0 <= m["recall_at_16"] <= 1.0 and 0.0 <= m["hnsw_share"] <= 1.0
+        assert set(r["sweep"]) == {
+            f"{ef}/{it}" for ef in scale_bench.SWEEP_EF for it in scale_bench.SWEEP_ITERATIVE
+        }
+        for per_group in r["sweep"].values():
+            assert set(per_group) == set(scale_bench.DEFAULT_GROUPS)
+            for m in (m for modes in per_group.values() for m in modes.values()):
+                assert 0.0 <= m["recall_at_16"] <= 1.0 and math.isfinite(m["p50_ms"]), m
+        assert set(r["text_lanes"]) == {"lexical", "address"}
+        assert set(r["retrieve"]) == {"lanes", "fetch", "rerank", "total"}
+        assert all(
+            math.isfinite(c["p50_ms"]) for c in [*r["text_lanes"].values(), *r["retrieve"].values()]
+        )
     assert all(math.isfinite(v) for v in rep["slopes"].values())
+    # with HNSW forced every setting is served by the index (the planner may still prefer a scan)
+    forced = [
+        m["hnsw_forced"] for r in rep["sizes"] for g in r["sweep"].values() for m in g.values()
+    ]
+    assert all(m["hnsw_share"] == 1.0 for m in forced)
+    # 1M is not run but its build time is extrapolated from the measured slope, and said so
+    assert list(rep["build_s_extrapolated"]) == ["1000000"] and rep["not_run"] == []
+    text = scale_bench.render(rep)
+    assert "NOT RUN: 1,000,000 fragments" in text and "ef_search x iterative_scan" in text
     files = scale_bench.write(rep, tmp_path / "out")
     assert [p.name for p in files] == ["scale.json", "scale.png"]
     assert all(p.stat().st_size > 0 for p in files)
@@ -52,6 +73,7 @@ def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path) -> None:
     done = [scale_bench.SizeResult(**r) for r in rep["sizes"]]
     more = scale_bench.summarise(wanted, done, **{k: rep["settings"][k] for k in FACTS})
     assert more["not_run"] == [50_000]
+    assert set(more["build_s_extrapolated"]) == {"50000", "1000000"}
     assert math.isfinite(more["build_s_extrapolated"]["50000"])
     assert "NOT RUN: 50,000" in scale_bench.render(more)
 

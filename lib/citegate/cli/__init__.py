@@ -1,7 +1,8 @@
 """The `citegate` command line: one module per command group, each with a `register(sub)` that
 adds its subcommands and `cmd_*` functions that call the domain modules' plain functions.
 
-    corpus   ingest, doctor          data     data build|check|card
+    corpus   ingest, doctor          data     data build|check|card|import-beir|split|...
+    export   export-run (TREC files)
     ask      ask                     run      run (experiments)
     promote  promote                 ltr      ltr train
     bench    bench, rerank-eval      reports  screenshot
@@ -17,13 +18,26 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from citegate.cli import ask, audit, bench, corpus, data, ltr, promote, reports, run, scale, tools
+from citegate.cli import (
+    ask,
+    audit,
+    bench,
+    corpus,
+    data,
+    export,
+    ltr,
+    promote,
+    reports,
+    run,
+    scale,
+    tools,
+)
 from citegate.core.errors import CitegateError
 
 Handler = Callable[[argparse.Namespace], int]
 
 # Command groups in the order `citegate --help` lists them.
-GROUPS = (corpus, ask, data, audit, run, promote, ltr, bench, scale, reports, tools)
+GROUPS = (corpus, ask, data, audit, run, export, promote, ltr, bench, scale, reports, tools)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,7 +12,14 @@ import yaml
 from citegate.core import paths
 from citegate.core.errors import ConfigError
 from citegate.models.embed import default_embedder_id
-from citegate.tracking.runner import ExperimentSpec, format_checks, load_spec, run_experiment
+from citegate.tracking.runner import (
+    ExperimentSpec,
+    corpus_facts,
+    format_checks,
+    load_spec,
+    run_experiment,
+    with_corpus,
+)
 
 
 def parse_sets(pairs: list[str]) -> dict[str, Any]:
@@ -26,16 +33,22 @@ def parse_sets(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-def dry_run(spec: ExperimentSpec, profile: str | None, overrides: dict[str, Any]) -> str:
+def dry_run(
+    spec: ExperimentSpec,
+    profile: str | None,
+    overrides: dict[str, Any],
+    corpus: str | None = None,
+) -> str:
     """What would run: notebook, parameters, pipeline config, expectations. The spec's parameters
     were checked against the notebook when it was loaded; the overrides are checked here."""
-    params = spec.resolved(profile, overrides)
+    params = spec.resolved(profile, with_corpus(spec, corpus, overrides))
     cfg = spec.config(default_embedder_id(), params)
     lines = [
         f"experiment {spec.name}  ({spec.path})",
         f"  notebook  {spec.notebook}",
         f"  output    {paths.runs_dir() / spec.name}/<timestamp>-<run id>/",
         f"  profile   {profile or 'default'}",
+        *(_corpus_lines(corpus) if corpus else []),
         f"  timeout   {spec.timeout_s:g} s per notebook cell",
         "  parameters:",
     ]
@@ -47,9 +60,20 @@ def dry_run(spec: ExperimentSpec, profile: str | None, overrides: dict[str, Any]
     lines.append(f"  config    {cfg.to_dict()}")
     for k, v in spec.sweep.items():
         lines.append(f"  sweep     {k} over {v} (nested runs)")
+    if corpus:
+        lines.append("  expected metrics: not checked (measured on the demo corpora)")
+        return "\n".join(lines)
     lines.append("  expected metrics:" if spec.expected else "  expected metrics: none declared")
     lines += [f"    {k} = {e.value} ± {e.tolerance}" for k, e in spec.expected.items()]
     return "\n".join(lines)
+
+
+def _corpus_lines(corpus: str) -> list[str]:
+    facts = corpus_facts(corpus)
+    return [
+        f"  corpus    {corpus} (imported): set {facts['imported_set']} sha256 "
+        f"{facts['imported_set_digest'][:16]}…, build {facts['imported_build']}"
+    ]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -58,19 +82,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     specs = [load_spec(Path(p)) for p in args.specs]
     if args.dry_run:
         for spec in specs:
-            print(dry_run(spec, args.profile, overrides))
+            print(dry_run(spec, args.profile, overrides, args.corpus))
         return 0
     failed = 0
     for spec in specs:
-        print(f"== {spec.name} ({args.profile or 'default'} profile)", flush=True)
-        out = run_experiment(spec, profile=args.profile, overrides=overrides)
+        on = f" on imported corpus {args.corpus}" if args.corpus else ""
+        print(f"== {spec.name} ({args.profile or 'default'} profile{on})", flush=True)
+        out = run_experiment(spec, profile=args.profile, overrides=overrides, corpus=args.corpus)
         print(f"   {out.status}  run {out.run_id}  report {out.run_dir / 'report.html'}")
         if out.error:  # in full: the notebook's exception class and message, each failed child
             print(f"   error: {out.error}", file=sys.stderr)
         print(
             format_checks(out)
             if out.checks
-            else "   (expected metrics not checked for this profile)"
+            else "   (expected metrics not checked for this profile or corpus)"
         )
         failed += not out.ok
     return 1 if failed else 0
@@ -82,5 +107,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("specs", nargs="+", help="experiments/*.yaml")
     p.add_argument("--profile", help="a named parameter profile of the spec (e.g. tiny, full)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a parameter")
+    p.add_argument(
+        "--corpus",
+        metavar="NAME",
+        help="run on an imported corpus (`citegate data import-beir`): its split set and build, "
+        "and its out-of-scope set, replace the notebook's question sets",
+    )
     p.add_argument("--dry-run", action="store_true", help="print what would run, run nothing")
     p.set_defaults(func=cmd_run)

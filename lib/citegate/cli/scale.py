@@ -1,5 +1,6 @@
-"""`citegate bench-scale`: the dense lane and its HNSW index on synthetic corpora of 10k to 1M
-fragments (real vectors, seeded perturbation, own embedded PostgreSQL)."""
+"""`citegate bench-scale`: the lanes, a full retrieve and the HNSW index (build, ef_search x
+iterative_scan) on synthetic corpora of 10k to 1M fragments (real vectors, seeded perturbation,
+own embedded PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
         groups=tuple(args.groups),
         seed=args.seed,
         time_budget_s=args.budget_min * 60.0,
+        extrapolate_to=tuple(args.extrapolate_to),
+        sweep_ef=tuple(args.sweep_ef),
+        sweep_iterative=tuple(args.sweep_iterative),
+        retrieve_queries=args.retrieve_queries,
     )
     rep = scale_bench.run(settings)
     print(scale_bench.render(rep))
@@ -29,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add `citegate bench-scale`."""
     p = sub.add_parser(
         "bench-scale",
-        help="HNSW build time, dense-lane latency and recall@16 vs corpus size (synthetic)",
+        help="HNSW build, lane and retrieve latency, recall@16 vs corpus size (synthetic)",
         description=(scale_bench.__doc__ or "").splitlines()[0],
     )
     p.add_argument(
@@ -44,5 +49,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=45.0,
         help="a size predicted to overrun this many minutes is not run; its build is extrapolated",
     )
+    p.add_argument(
+        "--extrapolate-to",
+        type=int,
+        nargs="*",
+        default=[1_000_000],
+        help="sizes whose HNSW build time is extrapolated from the measured slope when not run",
+    )
+    p.add_argument("--sweep-ef", type=int, nargs="*", default=list(scale_bench.SWEEP_EF))
+    p.add_argument(
+        "--sweep-iterative",
+        nargs="*",
+        default=list(scale_bench.SWEEP_ITERATIVE),
+        choices=list(scale_bench.SWEEP_ITERATIVE),
+    )
+    p.add_argument("--retrieve-queries", type=int, default=30, help="full retrieves per size")
     p.add_argument("--out", type=Path, default=None, help="output dir (default var/bench/scale)")
     p.set_defaults(func=cmd_bench_scale)

@@ -33,7 +33,13 @@ from citegate.corpus.audit import (
     check_against,
     load_audit,
 )
-from citegate.corpus.builds import build_id, heldout_gita_chapters, heldout_xquad_articles
+from citegate.corpus.builds import (
+    DOC_LOC_PREFIX,
+    build_id,
+    heldout_gita_chapters,
+    heldout_xquad_articles,
+    imported_set_path,
+)
 from citegate.corpus.sources.address import find_verse_refs, verse_label
 from citegate.corpus.sources.xquad import load_xquad, paragraph_key
 from citegate.evaluation.sampling import salted_int
@@ -413,6 +419,8 @@ def load_set(name: str, folder: Path | None = None) -> QuestionSet:
     """Read and validate `data/questions/<name>.jsonl` (schema and types, labels, unique ids,
     one corpus per set); every problem raises `InputError` naming the file and the line."""
     path = Path(folder or paths.QUESTIONS) / f"{name}.jsonl"
+    if folder is None and not path.exists():  # a set written by `citegate data import-beir`
+        path = imported_set_path(name) or path
     if not path.exists():
         raise InputError(path, "-", f"no question set {name!r} (known: {', '.join(SETS)})")
     qs: list[Question] = []
@@ -459,10 +467,12 @@ def _gold_ids(
     gold: Sequence[str],
     embedder_id: str,
 ) -> list[int]:
+    # An imported fragment (loc_token "doc#<chunk>") is addressed by its document id.
     rows = conn.execute(
         "SELECT id FROM fragments WHERE embedder_id = %s AND corpus = %s AND "
-        "((kind = 'verse' AND addr_label = ANY(%s)) OR frag_key = ANY(%s)) ORDER BY id",
-        (embedder_id, corpus, list(gold), list(gold)),
+        "((kind = 'verse' OR starts_with(loc_token, %s)) AND addr_label = ANY(%s) "
+        "OR frag_key = ANY(%s)) ORDER BY id",
+        (embedder_id, corpus, DOC_LOC_PREFIX, list(gold), list(gold)),
     ).fetchall()
     return [r[0] for r in rows]
 

@@ -5,13 +5,15 @@ lexical — `websearch_to_tsquery` over the `russian` (stemmed) and `simple` (ex
 address — canonical verse addresses ("BG 2.13", "Gita 2:13", …) and pg_trgm word similarity over
           `addr_label || source_id || tokens`.
 Every lane returns fragment ids with the lane's own rank; cosines are computed for all candidates
-by `cosines`, whichever lane found them.
+by `fetch`, whichever lane found them. `retrieve` runs every lane for every text of both fanout
+rounds as ONE statement (`batch_hits`), which gives exactly what the single-text calls give.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -162,6 +164,179 @@ def address(
         if r[0] not in ids and len(hits) < k:
             hits.append(LaneHit(r[0], "address", len(hits) + 1, float(r[1])))
     return hits
+
+
+# ---------------------------------------------------------------- batched: one statement for many texts
+#
+# `batch_hits` answers every lane for a list of texts (each with its vector and depth k; both
+# fanout rounds of a question at once) in ONE statement. Each single-text query above becomes a
+# LATERAL subquery over a VALUES list of the texts, with the same WHERE, ORDER BY and LIMIT:
+# - dense: one subquery per kind group and depth, with the depth as a literal LIMIT, so it is
+#   planned as the single query is; when the planner picks the HNSW index, pgvector rescans it per
+#   outer row (resetting its iterative-scan state) under the session's ef_search/iterative_scan.
+# - lexical and address: their ORDER BY is total (ties broken by id), so the top-k is exactly the
+#   first k of a deeper top-n. Texts whose tsqueries (or address texts) are equal, such as the
+#   question in round 1 and again in round 2, are searched once at the largest depth asked.
+# Each subquery folds its ranked rows into arrays (`array_agg` over the ordered, limited subquery
+# keeps the order), so ranks survive whatever order the outer rows come back in. Scores travel as
+# text and are parsed as psycopg parses a single query's text result: ts_rank_cd and trigram
+# similarity are `real`, and a binary float4 would not round to the same Python float.
+
+_DENSE_PART = """
+SELECT {lane}::text AS lane, q.i, h.ids, h.scores FROM q CROSS JOIN LATERAL (
+  SELECT array_agg(s.id) AS ids, array_agg(s.c::text) AS scores FROM (
+    SELECT id, 1 - ({v} <=> q.v) AS c FROM fragments
+    WHERE embedder_id = {eid} AND corpus = ANY(%(corpora)s) AND kind = ANY({kinds})
+    ORDER BY {v} <=> q.v LIMIT {k}) s) h
+WHERE q.k = {k}"""
+_TEXT_CTES = """,
+lx AS (SELECT i, k, websearch_to_tsquery('russian', lex) AS ru,
+              websearch_to_tsquery('simple', lex) AS si FROM q WHERE lex <> ''),
+lxd AS (SELECT ru, si, max(k) AS k FROM lx GROUP BY ru, si),
+lxh AS MATERIALIZED (SELECT lxd.ru, lxd.si, h.ids, h.scores FROM lxd CROSS JOIN LATERAL (
+  SELECT array_agg(s.id) AS ids, array_agg(s.r::text) AS scores FROM (
+    SELECT f.id, greatest(ts_rank_cd(f.tsv_russian, lxd.ru), ts_rank_cd(f.tsv_simple, lxd.si)) AS r
+    FROM fragments f
+    WHERE f.embedder_id = %(eid)s AND f.corpus = ANY(%(corpora)s)
+      AND (f.tsv_russian @@ lxd.ru OR f.tsv_simple @@ lxd.si)
+    ORDER BY r DESC, f.id LIMIT lxd.k) s) h),
+ad AS (SELECT labels, max(k) AS k FROM q WHERE cardinality(labels) > 0 GROUP BY labels),
+adh AS MATERIALIZED (SELECT ad.labels, h.ids FROM ad CROSS JOIN LATERAL (
+  SELECT array_agg(s.id) AS ids FROM (
+    SELECT id FROM fragments
+    WHERE embedder_id = %(eid)s AND corpus = ANY(%(corpora)s) AND addr_label = ANY(ad.labels)
+    ORDER BY array_position(ad.labels, addr_label), kind <> 'verse', id LIMIT ad.k) s) h),
+tg AS (SELECT t, max(k) AS k FROM q GROUP BY t),
+tgh AS MATERIALIZED (SELECT tg.t, h.ids, h.scores FROM tg CROSS JOIN LATERAL (
+  SELECT array_agg(s.id) AS ids, array_agg(s.s::text) AS scores FROM (
+    SELECT id, strict_word_similarity(tg.t, addr_search) AS s FROM fragments
+    WHERE embedder_id = %(eid)s AND corpus = ANY(%(corpora)s) AND tg.t <<%% addr_search
+    ORDER BY s DESC, id LIMIT tg.k) s) h)"""
+# Each distinct search runs once inside its MATERIALIZED CTE; only then is it joined back to the
+# texts that share it (joined first, the planner would run the subquery once per text).
+_TEXT_PARTS = """
+SELECT 'lexical'::text, lx.i, lxh.ids, lxh.scores FROM lxh
+JOIN lx ON lx.ru = lxh.ru AND lx.si = lxh.si
+UNION ALL
+SELECT 'address:exact'::text, q.i, adh.ids, NULL::text[] FROM adh JOIN q ON q.labels = adh.labels
+UNION ALL
+SELECT 'address'::text, q.i, tgh.ids, tgh.scores FROM tgh JOIN q ON q.t = tgh.t"""
+
+
+def _batch_sql(
+    n: int, dim: int, embedder_id: str, groups: Sequence[str], ks: Sequence[int], text_lanes: bool
+) -> sql.Composed:
+    """The one statement: a VALUES list of the n queries, one LATERAL part per dense group and
+    depth, and (with `text_lanes`) the lexical and both address parts, UNION ALL."""
+    values = sql.SQL(", ").join(
+        sql.SQL(
+            "({i}, %(v{i})s::vector({d}), %(lex{i})s::text, %(labels{i})s::text[], "
+            "%(t{i})s::text, %(k{i})s::int)"
+        ).format(i=sql.Literal(i), d=sql.Literal(dim))
+        for i in range(n)
+    )
+    parts = [
+        sql.SQL(_DENSE_PART).format(
+            lane=sql.Literal(f"dense:{g}"),
+            v=_vec(dim),
+            eid=sql.Literal(embedder_id),
+            kinds=sql.Placeholder(f"kinds_{g}"),
+            k=sql.Literal(k),
+        )
+        for g in groups
+        for k in sorted(set(ks))
+    ]
+    if text_lanes:
+        parts.append(sql.SQL(_TEXT_PARTS))
+    return sql.SQL("WITH q(i, v, lex, labels, t, k) AS (VALUES {values}){ctes}\n{parts}").format(
+        values=values,
+        ctes=sql.SQL(_TEXT_CTES if text_lanes else ""),
+        parts=sql.SQL("\nUNION ALL").join(parts),
+    )
+
+
+def batch_hits(
+    conn: psycopg.Connection,
+    texts: Sequence[str],
+    qvecs: np.ndarray,
+    ks: Sequence[int],
+    embedder_id: str,
+    corpora: Sequence[str],
+    trigram_threshold: float = 0.6,
+    *,
+    groups: Sequence[str] = tuple(KIND_GROUPS),
+    text_lanes: bool = True,
+    exact: bool = False,
+) -> list[list[LaneHit]]:
+    """Per text, the hits `dense` (each group in `groups`), `lexical` and `address` give it at its
+    depth `ks[i]`, in that order and ranked as the single-text calls rank them; in ONE statement
+    for all texts. `text_lanes=False` runs the dense lanes only; `exact=True` forces exact dense
+    scans."""
+    if not len(texts):
+        return []
+    params: dict[str, object] = {"corpora": list(corpora), "eid": embedder_id}
+    params.update({f"kinds_{g}": list(KIND_GROUPS[g]) for g in groups})
+    for i, (text, vec, k) in enumerate(zip(texts, qvecs, ks, strict=True)):
+        labels = [verse_label(c, v) for c, v in find_verse_refs(text)] if text_lanes else []
+        params.update(
+            {
+                f"v{i}": np.asarray(vec, dtype=np.float32),
+                f"lex{i}": lexical_query(text) if text_lanes else "",
+                f"labels{i}": labels,
+                f"t{i}": text[:300],
+                f"k{i}": int(k),
+            }
+        )
+    query = _batch_sql(len(texts), int(qvecs.shape[1]), embedder_id, groups, ks, text_lanes)
+    with conn.transaction():
+        if exact:
+            conn.execute("SET LOCAL enable_indexscan = off")
+        if text_lanes:
+            conn.execute(
+                "SELECT set_config('pg_trgm.strict_word_similarity_threshold', %s, true)",
+                (str(trigram_threshold),),
+            )
+        rows = conn.execute(query, params, prepare=False).fetchall()
+    return _assemble(rows, groups, ks)
+
+
+def round_hits(
+    conn: psycopg.Connection,
+    texts: Sequence[str],
+    qvecs: np.ndarray,
+    embedder_id: str,
+    corpora: Sequence[str],
+    k: int,
+    trigram_threshold: float = 0.6,
+    **kw: Any,
+) -> list[list[LaneHit]]:
+    """`batch_hits` with one depth for every text (one fanout round)."""
+    ks = [k] * len(texts)
+    return batch_hits(conn, texts, qvecs, ks, embedder_id, corpora, trigram_threshold, **kw)
+
+
+def _assemble(
+    rows: Sequence[tuple], groups: Sequence[str], ks: Sequence[int]
+) -> list[list[LaneHit]]:
+    """The statement's (lane, text, ids, scores) rows as each text's hits in the single-call
+    order: dense groups, lexical, exact addresses, then trigram addresses not already found; a
+    shared lexical or address search is cut to each text's own depth first."""
+    got = {(lane, i): (ids or [], scores or []) for lane, i, ids, scores in rows}
+    out: list[list[LaneHit]] = []
+    for i, k in enumerate(ks):
+        hits = []
+        for lane in [f"dense:{g}" for g in groups] + ["lexical"]:
+            ids, scores = got.get((lane, i), ([], []))
+            ranked = enumerate(zip(ids[:k], scores[:k], strict=True), 1)
+            hits += [LaneHit(f, lane, r, float(s)) for r, (f, s) in ranked]
+        exact_ids = got.get(("address:exact", i), ([], []))[0][:k]
+        addr = [LaneHit(f, "address:exact", r, 1.0) for r, f in enumerate(exact_ids, 1)]
+        trgm_ids, trgm_scores = got.get(("address", i), ([], []))
+        for f, s in zip(trgm_ids[:k], trgm_scores[:k], strict=True):
+            if f not in exact_ids and len(addr) < k:
+                addr.append(LaneHit(f, "address", len(addr) + 1, float(s)))
+        out.append(hits + addr)
+    return out
 
 
 def fetch(conn: psycopg.Connection, qvec: np.ndarray, ids: Sequence[int]) -> list[dict]:

@@ -89,28 +89,64 @@ def _norm(v: Any) -> Any:
 
 def _lane_hits(
     conn: psycopg.Connection,
-    texts: Sequence[str],
-    vecs: np.ndarray,
+    rounds: Sequence[tuple[Sequence[str], np.ndarray, int]],
     cfg: PipelineConfig,
     embedder_id: str,
-    depth: int,
-    tag: str,
-    lex_ranks: dict[int, int] | None = None,
-) -> dict[int, list[str]]:
-    found: dict[int, list[str]] = {}
-    for text, vec in zip(texts, vecs, strict=True):
-        hits = [
-            h
-            for g in lanes.KIND_GROUPS
-            for h in lanes.dense(conn, vec, embedder_id, cfg.corpora, g, depth)
+    *,
+    batched: bool = True,
+) -> list[list[list[lanes.LaneHit]]]:
+    """Every lane for every text of every round ((texts, vectors, depth) each): per round, per
+    text, its hits. Batched, all rounds are one statement (`lanes.batch_hits`); unbatched, each
+    lane runs once per text (the path it replaced, kept so a test can show both give the same
+    trace)."""
+    if not batched:
+        return [
+            [_text_hits(conn, t, v, cfg, embedder_id, k) for t, v in zip(ts, vs, strict=True)]
+            for ts, vs, k in rounds
         ]
-        hits += lanes.lexical(conn, text, embedder_id, cfg.corpora, depth)
-        hits += lanes.address(conn, text, embedder_id, cfg.corpora, depth, cfg.address_trgm)
+    texts = [t for ts, _, _ in rounds for t in ts]
+    if not texts:
+        return [[] for _ in rounds]
+    ks = [k for ts, _, k in rounds for _ in ts]
+    vecs = np.vstack([vs for ts, vs, _ in rounds if len(ts)])
+    flat = lanes.batch_hits(conn, texts, vecs, ks, embedder_id, cfg.corpora, cfg.address_trgm)
+    out, start = [], 0
+    for ts, _, _ in rounds:
+        out.append(flat[start : start + len(ts)])
+        start += len(ts)
+    return out
+
+
+def _tags(
+    per_text: Sequence[Sequence[lanes.LaneHit]], tag: str, lex_ranks: dict[int, int] | None = None
+) -> dict[int, list[str]]:
+    """Fragment id -> its lane tags (`lane@round`), in text order, then lane order (dense groups,
+    lexical, address); with `lex_ranks`, each fragment's best lexical rank is recorded too."""
+    found: dict[int, list[str]] = {}
+    for hits in per_text:
         for h in hits:
             found.setdefault(h.fragment_id, []).append(f"{h.lane}@{tag}")
             if lex_ranks is not None and h.lane == "lexical":
                 lex_ranks[h.fragment_id] = min(lex_ranks.get(h.fragment_id, h.rank), h.rank)
     return found
+
+
+def _text_hits(
+    conn: psycopg.Connection,
+    text: str,
+    vec: np.ndarray,
+    cfg: PipelineConfig,
+    embedder_id: str,
+    depth: int,
+) -> list[lanes.LaneHit]:
+    """One text's lanes, one statement per lane (the unbatched path)."""
+    hits = [
+        h
+        for g in lanes.KIND_GROUPS
+        for h in lanes.dense(conn, vec, embedder_id, cfg.corpora, g, depth)
+    ]
+    hits += lanes.lexical(conn, text, embedder_id, cfg.corpora, depth)
+    return hits + lanes.address(conn, text, embedder_id, cfg.corpora, depth, cfg.address_trgm)
 
 
 def _exact_misses(
@@ -119,12 +155,25 @@ def _exact_misses(
     cfg: PipelineConfig,
     embedder_id: str,
     seen: set[int],
+    *,
+    batched: bool = True,
 ) -> dict[int, list[str]]:
+    """Fragments an exact dense scan of each group finds that no lane found (the ANN misses)."""
+    if batched:
+        (hits,) = lanes.batch_hits(
+            conn, [""], qvec[None, :], [cfg.lane_k], embedder_id, cfg.corpora,
+            text_lanes=False, exact=True,
+        )  # fmt: skip
+    else:
+        hits = [
+            h
+            for g in lanes.KIND_GROUPS
+            for h in lanes.dense(conn, qvec, embedder_id, cfg.corpora, g, cfg.lane_k, exact=True)
+        ]
     out: dict[int, list[str]] = {}
-    for g in lanes.KIND_GROUPS:
-        for h in lanes.dense(conn, qvec, embedder_id, cfg.corpora, g, cfg.lane_k, exact=True):
-            if h.fragment_id not in seen:
-                out.setdefault(h.fragment_id, []).append(f"exact:{g}@r1")
+    for h in hits:
+        if h.fragment_id not in seen:
+            out.setdefault(h.fragment_id, []).append(f"exact:{h.lane.removeprefix('dense:')}@r1")
     return out
 
 
@@ -137,8 +186,11 @@ def collect(
     planner: Planner | None = None,
     *,
     exact_check: bool = False,
+    batched_lanes: bool = True,
 ) -> RetrievalTrace:
-    """Run the plan and every lane (both fanout rounds), fetch cosines, rerank; build the trace."""
+    """Run the plan and every lane (both fanout rounds), fetch cosines, rerank; build the trace.
+    `batched_lanes=False` runs each lane once per text instead of one statement for both rounds
+    (same trace; kept for the equality test and the bench)."""
     if embedder.id != cfg.embedder:
         raise ConfigError(f"config names embedder {cfg.embedder!r} but {embedder.id!r} is in use")
     t: dict[str, float] = {}
@@ -151,23 +203,17 @@ def collect(
     vecs = embedder.embed_queries([question, *texts1, *texts2])
     t["embed"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    lex_ranks: dict[int, int] = {}
-    r1 = _lane_hits(
-        conn, texts1, vecs[1 : 1 + len(texts1)], cfg, embedder.id, cfg.lane_k, "r1", lex_ranks
-    )
-    r2: dict[int, list[str]] = {}
+    rounds = [(texts1, vecs[1 : 1 + len(texts1)], cfg.lane_k)]
     if texts2:
-        r2 = _lane_hits(
-            conn,
-            texts2 + [question],
-            np.vstack([vecs[-1], vecs[0]]),
-            cfg,
-            embedder.id,
-            cfg.lane_k * 2,
-            "r2",
-        )
+        rounds.append((texts2 + [question], np.vstack([vecs[-1], vecs[0]]), cfg.lane_k * 2))
+    per_round = _lane_hits(conn, rounds, cfg, embedder.id, batched=batched_lanes)
+    lex_ranks: dict[int, int] = {}
+    r1 = _tags(per_round[0], "r1", lex_ranks)
+    r2 = _tags(per_round[1], "r2") if texts2 else {}
     misses = (
-        _exact_misses(conn, vecs[0], cfg, embedder.id, set(r1) | set(r2)) if exact_check else {}
+        _exact_misses(conn, vecs[0], cfg, embedder.id, set(r1) | set(r2), batched=batched_lanes)
+        if exact_check
+        else {}
     )
     t["lanes"] = time.perf_counter() - clock
     clock = time.perf_counter()

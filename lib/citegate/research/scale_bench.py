@@ -4,10 +4,18 @@ No text is embedded: every synthetic fragment is a copy of one real `gita` fragm
 text and address) whose stored vector is the real fragment's vector plus seeded gaussian noise,
 re-normalised to unit length. Rows are bulk-loaded with binary COPY into a private embedded
 PostgreSQL in a temp dir, the HNSW index is built afterwards (timed), and at each size the bench
-measures the dense lane (`lanes.dense` on the connection `db.connect` gives: the config's
-ef_search and iterative_scan) p50/p95, recall@16 against an exact scan, and the share of queries
-the planner served from the HNSW index. Query vectors are real demo question embeddings from the
-cached embedder. Growth is summarised as log-log slopes; sizes not run have their build time
+measures:
+- the dense lane (`lanes.dense` on the connection `db.connect` gives: the config's ef_search and
+  iterative_scan) p50/p95, recall@16 against an exact scan, and the share of queries the planner
+  served from the HNSW index;
+- a sweep of `hnsw.ef_search` x `hnsw.iterative_scan`: recall@16 against the same exact top-16,
+  p50 and HNSW share, as the planner runs the query and with the HNSW index forced;
+- the lexical and address lanes (their text is the copied real text, so every text occurs
+  size / base-size times and lexical matches grow with the corpus);
+- a full `retrieve` (plan, lanes as one batched statement, fetch, cosine rerank, cut) with the
+  query vectors already computed, so the embedder costs nothing.
+Query vectors are real demo question embeddings from the cached embedder. Growth is summarised as
+log-log slopes; sizes not run (and `extrapolate_to`, 1M by default) have their HNSW build time
 extrapolated from the measured slope, and the report says so.
 """
 
@@ -25,22 +33,30 @@ import numpy as np
 import psycopg
 
 from citegate.core import paths
+from citegate.core.config import PipelineConfig
 from citegate.core.fragments import Fragment
 from citegate.models.embed import default_embedder
+from citegate.models.rerank import CosineReranker
 from citegate.pipeline import lanes
+from citegate.pipeline.plan import clean_question, keywords
+from citegate.pipeline.retrieve import retrieve
 from citegate.research.bench import (
+    FORCE_HNSW,
     bench_server,
     create_database,
     gita_fragments,
     hnsw_scans,
     read_questions,
+    session_settings,
 )
 from citegate.store import db
 
 K = 16
 CORPUS = "scale"
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
-DEFAULT_GROUPS = ("verses", "library")
+DEFAULT_GROUPS = ("transcripts", "verses", "library")  # 3%, 78% and 19% of the rows
+SWEEP_EF = (40, 80, 160, 200)  # 200: what db.connect sets today
+SWEEP_ITERATIVE = ("off", "relaxed_order", "strict_order")
 NOISE = 0.02  # per-dimension sigma; noise norm ~0.39 in 384 dims, so a copy keeps cosine ~0.93
 COPY_COLUMNS = (
     "frag_key, corpus, kind, source_id, track_id, start_ms, end_ms, book, loc_token, "
@@ -69,6 +85,10 @@ class ScaleSettings:
     # HNSW builds far slower once the graph outgrows maintenance_work_mem (~1.8 GB at 1M x 384)
     maintenance_work_mem: str = "2GB"
     time_budget_s: float = 45 * 60.0  # a size predicted not to fit in what is left is not run
+    extrapolate_to: tuple[int, ...] = (1_000_000,)  # build time extrapolated when not measured
+    sweep_ef: tuple[int, ...] = SWEEP_EF
+    sweep_iterative: tuple[str, ...] = SWEEP_ITERATIVE
+    retrieve_queries: int = 30  # full retrieves per size (each runs every lane twice)
 
 
 @dataclass
@@ -80,6 +100,10 @@ class SizeResult:
     build_s: float
     groups: dict[str, dict[str, float]] = field(default_factory=dict)
     wall_s: float = 0.0  # everything at this size: load, build, queries
+    # "ef/iterative" -> group -> mode ("planner" / "hnsw_forced") -> recall_at_16, p50_ms, share
+    sweep: dict[str, dict[str, dict[str, dict[str, float]]]] = field(default_factory=dict)
+    text_lanes: dict[str, dict[str, float]] = field(default_factory=dict)  # lane -> p50/p95 ms
+    retrieve: dict[str, dict[str, float]] = field(default_factory=dict)  # stage -> p50/p95 ms
 
 
 def predicted_wall(done: Sequence[SizeResult], n: int) -> float:
@@ -154,35 +178,133 @@ def _recall(ann: Sequence[lanes.LaneHit], exact: Sequence[lanes.LaneHit]) -> flo
     return len(truth & {h.fragment_id for h in ann}) / len(truth) if truth else math.nan
 
 
-def measure_group(
-    conn: psycopg.Connection, qvecs: np.ndarray, eid: str, group: str
+def _cos_gap(ann: Sequence[lanes.LaneHit], exact: Sequence[lanes.LaneHit]) -> float:
+    """How much cosine the approximate top-K loses: the mean cosine of the exact top-K minus that
+    of the returned hits (missing hits count as cosine 0). With many near-duplicate copies a low
+    recall can still lose almost nothing, and this says which."""
+    if not exact:
+        return math.nan
+    got = sorted((h.lane_score for h in ann), reverse=True)[: len(exact)]
+    got += [0.0] * (len(exact) - len(got))
+    return float(np.mean([h.lane_score for h in exact]) - np.mean(got))
+
+
+def _pct(seconds: Sequence[float]) -> dict[str, float]:
+    ms = np.asarray(seconds, dtype=float) * 1000.0
+    p50, p95 = np.percentile(ms, [50, 95]) if len(ms) else (math.nan, math.nan)
+    return {"p50_ms": float(p50), "p95_ms": float(p95)}
+
+
+def _ann_pass(
+    conn: psycopg.Connection,
+    qvecs: np.ndarray,
+    eid: str,
+    group: str,
+    exacts: Sequence[Sequence[lanes.LaneHit]],
 ) -> dict[str, float]:
-    """Dense-lane p50/p95 (ms), recall@K vs exact and HNSW share over the query vectors."""
-
-    def top(v: np.ndarray, exact: bool = False) -> list[lanes.LaneHit]:
-        return lanes.dense(conn, v, eid, [CORPUS], group, K, exact=exact)
-
-    top(qvecs[0])  # warm-up: buffers and plan
+    """One pass of the dense lane over the query vectors under the session's settings: p50/p95,
+    recall@K against `exacts` and the share of queries the HNSW index served."""
+    lanes.dense(conn, qvecs[0], eid, [CORPUS], group, K)  # warm-up: buffers and plan
     before = hnsw_scans(conn, eid)
     seconds, anns = [], []
     for v in qvecs:
         clock = time.perf_counter()
-        anns.append(top(v))
+        anns.append(lanes.dense(conn, v, eid, [CORPUS], group, K))
         seconds.append(time.perf_counter() - clock)
     scans = hnsw_scans(conn, eid) - before
-    clock = time.perf_counter()
-    exacts = [top(v, exact=True) for v in qvecs]
-    exact_s = (time.perf_counter() - clock) / len(qvecs)
-    ms = np.asarray(seconds) * 1000.0
-    p50, p95 = np.percentile(ms, [50, 95])
-    recalls = [_recall(a, e) for a, e in zip(anns, exacts, strict=True) if e]
+    pairs = [(a, e) for a, e in zip(anns, exacts, strict=True) if e]
     return {
-        "p50_ms": float(p50),
-        "p95_ms": float(p95),
-        "exact_mean_ms": exact_s * 1000.0,
-        "recall_at_16": float(np.mean(recalls)) if recalls else math.nan,
+        **_pct(seconds),
+        "recall_at_16": float(np.mean([_recall(a, e) for a, e in pairs])) if pairs else math.nan,
+        "cos_gap": float(np.mean([_cos_gap(a, e) for a, e in pairs])) if pairs else math.nan,
         "hnsw_share": min(scans / len(qvecs), 1.0),
     }
+
+
+def measure_group(
+    conn: psycopg.Connection, qvecs: np.ndarray, eid: str, group: str
+) -> tuple[dict[str, float], list[list[lanes.LaneHit]]]:
+    """Dense-lane p50/p95 (ms), recall@K vs exact and HNSW share over the query vectors at the
+    session's settings; and the exact top-K of every query (for the sweep)."""
+    clock = time.perf_counter()
+    exacts = [lanes.dense(conn, v, eid, [CORPUS], group, K, exact=True) for v in qvecs]
+    exact_s = (time.perf_counter() - clock) / len(qvecs)
+    return {**_ann_pass(conn, qvecs, eid, group, exacts), "exact_mean_ms": exact_s * 1000.0}, exacts
+
+
+def measure_sweep(
+    conn: psycopg.Connection,
+    qvecs: np.ndarray,
+    eid: str,
+    exacts: dict[str, list[list[lanes.LaneHit]]],
+    s: ScaleSettings,
+) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
+    """At each ef_search x iterative_scan: every group's dense-lane pass as the planner runs it
+    and with the HNSW index forced, against the exact hits already found."""
+    out: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
+    for ef in s.sweep_ef:
+        for it in s.sweep_iterative:
+            with session_settings(conn, {"hnsw.ef_search": str(ef), "hnsw.iterative_scan": it}):
+                row: dict[str, dict[str, dict[str, float]]] = {}
+                for g, ex in exacts.items():
+                    row[g] = {"planner": _ann_pass(conn, qvecs, eid, g, ex)}
+                    with session_settings(conn, FORCE_HNSW):
+                        row[g]["hnsw_forced"] = _ann_pass(conn, qvecs, eid, g, ex)
+            out[f"{ef}/{it}"] = row
+    return out
+
+
+def measure_text_lanes(
+    conn: psycopg.Connection, questions: Sequence[str], eid: str
+) -> dict[str, dict[str, float]]:
+    """p50/p95 of the lexical and address lanes, one call each per question at depth K."""
+    calls = {
+        "lexical": lambda q: lanes.lexical(conn, q, eid, [CORPUS], K),
+        "address": lambda q: lanes.address(conn, q, eid, [CORPUS], K),
+    }
+    out = {}
+    for name, fn in calls.items():
+        fn(questions[0])  # warm-up
+        seconds = []
+        for q in questions:
+            clock = time.perf_counter()
+            fn(q)
+            seconds.append(time.perf_counter() - clock)
+        out[name] = _pct(seconds)
+    return out
+
+
+class QueryVectors:
+    """An embedder over vectors computed beforehand: `retrieve` at scale then pays nothing to
+    embed (a cached query vector), and its id names the synthetic corpus's vectors."""
+
+    def __init__(self, eid: str, table: dict[str, np.ndarray]) -> None:
+        self.id, self.table = eid, table
+        self.dim = int(next(iter(table.values())).shape[0])
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return np.vstack([self.table[t] for t in texts])
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError("the scale bench embeds no passages")
+
+
+def measure_retrieve(
+    conn: psycopg.Connection, questions: Sequence[str], emb: QueryVectors
+) -> dict[str, dict[str, float]]:
+    """A full `retrieve` per question (default config on the synthetic corpus): p50/p95 of the
+    lanes, fetch and rerank stages and of the whole call."""
+    cfg = PipelineConfig(embedder=emb.id, corpora=(CORPUS,))
+    rr = CosineReranker()
+    retrieve(conn, questions[0], cfg, emb, rr)  # warm-up
+    per: dict[str, list[float]] = {k: [] for k in ("lanes", "fetch", "rerank", "total")}
+    for q in questions:
+        clock = time.perf_counter()
+        res = retrieve(conn, q, cfg, emb, rr)
+        per["total"].append(time.perf_counter() - clock)
+        for k in ("lanes", "fetch", "rerank"):
+            per[k].append(res.trace.timings.get(k, 0.0))
+    return {k: _pct(v) for k, v in per.items()}
 
 
 def slope(xs: Sequence[float], ys: Sequence[float]) -> float:
@@ -201,8 +323,12 @@ def run(s: ScaleSettings, tmp_root: Path | None = None) -> dict[str, Any]:
     embedder = default_embedder()
     frags = gita_fragments()
     base = np.asarray(embedder.embed_passages([f.text for f in frags]), dtype=np.float32)
-    qvecs = np.asarray(embedder.embed_queries(read_questions(s.queries)), dtype=np.float32)
+    questions = [clean_question(q) for q in read_questions(s.queries)]
+    qvecs = np.asarray(embedder.embed_queries(questions), dtype=np.float32)
     eid, dim, started = f"{embedder.id}+scale", int(base.shape[1]), time.perf_counter()
+    asked = questions[: s.retrieve_queries]
+    texts = list(dict.fromkeys([*asked, *(keywords(q) for q in asked)]))
+    table = dict(zip(texts, np.asarray(embedder.embed_queries(texts)), strict=True))
     results: list[SizeResult] = []
     with bench_server(tmp_root) as server, db.connect(create_database(server, "scale")) as conn:
         conn.execute(
@@ -215,7 +341,12 @@ def run(s: ScaleSettings, tmp_root: Path | None = None) -> dict[str, Any]:
                 break
             res = SizeResult(n, load(conn, frags, base, n, eid, s), build_index(conn, eid, dim))
             conn.execute("ANALYZE fragments")
-            res.groups = {g: measure_group(conn, qvecs, eid, g) for g in s.groups}
+            exacts = {}
+            for g in s.groups:
+                res.groups[g], exacts[g] = measure_group(conn, qvecs, eid, g)
+            res.sweep = measure_sweep(conn, qvecs, eid, exacts, s)
+            res.text_lanes = measure_text_lanes(conn, questions, eid)
+            res.retrieve = measure_retrieve(conn, asked, QueryVectors(eid, table))
             res.wall_s = time.perf_counter() - clock
             results.append(res)
             print(f"scale bench: {n} fragments done ({res.build_s:.1f} s build)", flush=True)
@@ -229,16 +360,19 @@ def summarise(s: ScaleSettings, results: list[SizeResult], **facts: Any) -> dict
     sizes = [r.size for r in results]
     build_slope = slope(sizes, [r.build_s for r in results])
     missing = [n for n in s.sizes if n not in sizes]
+    wanted = sorted({*missing, *(n for n in s.extrapolate_to if n not in sizes)})
     extrapolated = {}
-    if missing and results and not math.isnan(build_slope):
+    if wanted and results and not math.isnan(build_slope):
         last = results[-1]
-        extrapolated = {str(n): last.build_s * (n / last.size) ** build_slope for n in missing}
+        extrapolated = {str(n): last.build_s * (n / last.size) ** build_slope for n in wanted}
     return {
         "settings": {**asdict(s), **facts, "k": K},
         "method": (
             "synthetic fragments copy real gita fragments; vectors = real vector + N(0, "
             f"{s.noise}^2) per dimension, re-normalised (seed {s.seed}); no embedding cost; "
-            "binary COPY into a private embedded PostgreSQL; query vectors = demo questions"
+            "binary COPY into a private embedded PostgreSQL; query vectors = demo questions; "
+            "text, kind and address are the real fragment's, verbatim (each text repeated "
+            "size / base-size times)"
         ),
         "sizes": [asdict(r) for r in results],
         "slopes": {
@@ -247,6 +381,16 @@ def summarise(s: ScaleSettings, results: list[SizeResult], **facts: Any) -> dict
                 f"p50_ms[{g}]": slope(sizes, [r.groups[g]["p50_ms"] for r in results])
                 for g in s.groups
             },
+            **{
+                f"p50_ms[{lane}]": slope(sizes, [r.text_lanes[lane]["p50_ms"] for r in results])
+                for lane in ("lexical", "address")
+                if all(r.text_lanes for r in results)
+            },
+            **(
+                {"p50_ms[retrieve]": slope(sizes, [r.retrieve["total"]["p50_ms"] for r in results])}
+                if all(r.retrieve for r in results)
+                else {}
+            ),
         },
         "not_run": missing,
         "build_s_extrapolated": extrapolated,
@@ -263,15 +407,16 @@ def render(rep: dict[str, Any]) -> str:
         f"Scale bench (ef_search={st['ef_search']}, iterative_scan={st['iterative_scan']}, "
         f"{st['queries']} queries, k={st['k']}). {rep['method']}.",
         "",
-        "| size | group | load s | build s | p50 ms | p95 ms | exact ms | recall@16 | HNSW share |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| size | group | load s | build s | p50 ms | p95 ms | exact ms | recall@16 | cos gap "
+        "| HNSW share |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rep["sizes"]:
         for g, m in r["groups"].items():
             lines.append(
                 f"| {r['size']:,} | {g} | {r['load_s']:.1f} | {r['build_s']:.1f} | "
                 f"{m['p50_ms']:.2f} | {m['p95_ms']:.2f} | {m['exact_mean_ms']:.2f} | "
-                f"{m['recall_at_16']:.3f} | {m['hnsw_share']:.2f} |"
+                f"{m['recall_at_16']:.3f} | {m['cos_gap']:.4f} | {m['hnsw_share']:.2f} |"
             )
     lines.append("")
     lines.append(
@@ -279,10 +424,55 @@ def render(rep: dict[str, Any]) -> str:
     )
     for n, sec in rep["build_s_extrapolated"].items():
         lines.append(
-            f"NOT RUN: {int(n):,} fragments; HNSW build extrapolated from the measured slope: "
-            f"{sec:.0f} s"
+            f"NOT RUN: {int(n):,} fragments; HNSW build extrapolated from the measured slope "
+            f"({rep['slopes']['build_s']:.2f}): {sec:.0f} s"
         )
-    return "\n".join(lines)
+    return "\n".join([*lines, *_lanes_lines(rep), *_sweep_lines(rep)])
+
+
+def _lanes_lines(rep: dict[str, Any]) -> list[str]:
+    """The text lanes and the full retrieve per size, p50 / p95 ms."""
+    rows = [r for r in rep["sizes"] if r.get("text_lanes") and r.get("retrieve")]
+    if not rows:
+        return []
+    head = "| size | lexical | address | retrieve: lanes | fetch | rerank | whole retrieve |"
+    lines = ["", "Text lanes and a full retrieve (cached query vectors), p50 / p95 ms", "", head]
+    lines.append("|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        cells = [r["text_lanes"]["lexical"], r["text_lanes"]["address"]]
+        cells += [r["retrieve"][k] for k in ("lanes", "fetch", "rerank", "total")]
+        text = " | ".join(f"{c['p50_ms']:.1f} / {c['p95_ms']:.1f}" for c in cells)
+        lines.append(f"| {r['size']:,} | {text} |")
+    return lines
+
+
+def _sweep_lines(rep: dict[str, Any]) -> list[str]:
+    """recall@16 and p50 ms per group at each ef_search/iterative_scan, as the planner runs it
+    (with the HNSW share) and with the index forced."""
+    rows = [r for r in rep["sizes"] if r.get("sweep")]
+    if not rows:
+        return []
+    groups = list(rep["settings"]["groups"])
+    head = "| size | ef/iterative | " + " | ".join(f"{g}: recall, gap, p50, HNSW" for g in groups)
+    head += " | " + " | ".join(f"{g} forced: recall, p50" for g in groups) + " |"
+    title = (
+        "ef_search x iterative_scan (dense lane: recall@16 vs exact, cosine lost vs exact top-16, "
+        "p50 ms, share served by HNSW; as the planner runs it, then with the index forced)"
+    )
+    lines = ["", title, "", head]
+    lines.append("|---:|---|" + "---:|" * (2 * len(groups)))
+    for r in rows:
+        for setting, per in r["sweep"].items():
+            plan = [per[g]["planner"] for g in groups]
+            forced = [per[g]["hnsw_forced"] for g in groups]
+            cells = [
+                f"{m['recall_at_16']:.3f}, {m['cos_gap']:.4f}, {m['p50_ms']:.2f}, "
+                f"{m['hnsw_share']:.2f}"
+                for m in plan
+            ]
+            cells += [f"{m['recall_at_16']:.3f}, {m['p50_ms']:.2f}" for m in forced]
+            lines.append(f"| {r['size']:,} | {setting} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def write(rep: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -314,6 +504,9 @@ def write(rep: dict[str, Any], out_dir: Path) -> list[Path]:
 
 __all__ = [
     "DEFAULT_SIZES",
+    "SWEEP_EF",
+    "SWEEP_ITERATIVE",
+    "QueryVectors",
     "ScaleSettings",
     "SizeResult",
     "default_out_dir",

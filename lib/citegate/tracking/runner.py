@@ -33,6 +33,8 @@ from citegate.core import paths
 from citegate.core.config import PipelineConfig, resolve
 from citegate.core.errors import ConfigError
 from citegate.core.redact import safe_mapping, scrub, scrub_tree
+from citegate.corpus.builds import SPLIT_SUFFIX, build_id, import_record
+from citegate.corpus.questions import load_set
 from citegate.models.embed import default_embedder
 from citegate.tracking.recorder import CONFIG_FILE, DATASETS_FILE, INFO_FILE, METRICS_FILE
 from citegate.tracking.reports import render_report, write_index
@@ -489,19 +491,84 @@ def _log_datasets(mlflow: Any, datasets: list[dict[str, Any]]) -> None:
         mlflow.log_input(ds, context="evaluation", tags=tags)
 
 
+CORPUS_PARAMS = ("CORPORA", "SETS")  # what `--corpus` replaces: whichever the notebook declares
+
+
+def corpus_overrides(spec: ExperimentSpec, corpus: str) -> dict[str, Any]:
+    """`--corpus NAME`: the parameters that point the notebook at an imported corpus, like a
+    profile: its question-set parameter (`SETS = {set: build}`, or `CORPORA = {corpus: {set:
+    build}}`) becomes the imported split set searched against its split build (the full set and
+    build when no split was made) plus the import's out-of-scope set; `RERANKER` becomes `none`,
+    since the shipped learning-to-rank model was trained on the gita tune split, not on this
+    corpus (`--set RERANKER=...` overrides that)."""
+    record = import_record(corpus)
+    if record is None or record["name"] != corpus:
+        raise ConfigError(
+            f"--corpus {corpus!r}: no imported corpus of that name (import one with `citegate "
+            "data import-beir DIR --name NAME`)"
+        )
+    searched = corpus + SPLIT_SUFFIX if corpus + SPLIT_SUFFIX in record["builds"] else corpus
+    sets = {searched: searched, record.get("out_of_scope", "out-of-scope"): searched}
+    declared = spec.notebook_params
+    param = next((p for p in CORPUS_PARAMS if p in declared), None)
+    if param is None:
+        raise ConfigError(
+            f"--corpus: {spec.notebook.name} declares none of {', '.join(CORPUS_PARAMS)}, so "
+            "there is no question-set parameter to point at the imported corpus"
+        )
+    out: dict[str, Any] = {param: {corpus: sets} if param == "CORPORA" else sets}
+    if "RERANKER" in declared:
+        out["RERANKER"] = "none"
+    return out
+
+
+def corpus_facts(corpus: str) -> dict[str, str]:
+    """What a run on an imported corpus names in its tags and report banner: the set searched,
+    its digest and its build id."""
+    record = import_record(corpus) or {}
+    searched = (
+        corpus + SPLIT_SUFFIX if corpus + SPLIT_SUFFIX in record.get("builds", {}) else corpus
+    )
+    qset = load_set(searched)
+    return {
+        "imported_corpus": corpus,
+        "imported_set": searched,
+        "imported_set_digest": qset.digest,
+        "imported_build": build_id(searched),
+    }
+
+
+def with_corpus(
+    spec: ExperimentSpec, corpus: str | None, overrides: dict[str, Any]
+) -> dict[str, Any]:
+    """The command-line overrides with `--corpus`'s underneath (`--set` wins), refusing a `--set`
+    of the very parameter `--corpus` points."""
+    if corpus is None:
+        return dict(overrides)
+    base = corpus_overrides(spec, corpus)
+    clash = sorted(set(overrides) & set(CORPUS_PARAMS) & set(base))
+    if clash:
+        raise ConfigError(f"--corpus {corpus} sets {clash[0]}; do not --set it as well")
+    return {**base, **overrides}
+
+
 def run_experiment(
     spec: ExperimentSpec,
     *,
     profile: str | None = None,
     overrides: dict[str, Any] | None = None,
     parent: bool = True,
+    corpus: str | None = None,
 ) -> RunOutcome:
     """Execute one experiment (a sweep runs one nested child per value) and log it to MLflow.
 
-    The run is FAILED when its notebook fails or any sweep child does (the error names them)."""
+    The run is FAILED when its notebook fails or any sweep child does (the error names them).
+    `corpus` runs it on an imported corpus (`corpus_overrides`); the spec's expected metrics were
+    measured on the demo data, so they are not checked then."""
     import mlflow
 
-    params = spec.resolved(profile, overrides or {})
+    params = spec.resolved(profile, with_corpus(spec, corpus, overrides or {}))
+    facts = corpus_facts(corpus) if corpus else {}
     experiment_folder(spec)
     cfg = spec.config(default_embedder().id, params)
     mlflow.set_tracking_uri(tracking_uri())
@@ -519,7 +586,9 @@ def run_experiment(
                 if child.status == "FAILED":
                     failed_children.append(f"sweep child {key}={value} failed: {child.error}")
         error = "; ".join(filter(None, [top.error, *failed_children]))
-        outcome = _record(mlflow, spec, top, cfg, profile, started, error=error)
+        outcome = _record(
+            mlflow, spec, top, cfg, profile, started, error=error, check=not corpus, facts=facts
+        )
         mlflow.end_run(status=outcome.status)
     return outcome
 
@@ -580,6 +649,7 @@ def _record(
     *,
     error: str,
     check: bool = True,
+    facts: dict[str, str] | None = None,
 ) -> RunOutcome:
     """Log an executed notebook to the active MLflow run: params (with the config the notebook
     recorded as searched, after it ran), metrics, tags, datasets, report and artifacts."""
@@ -610,6 +680,7 @@ def _record(
         "llm": cfg.llm,
         "config_source": "notebook" if recorded is not None else "spec (notebook recorded none)",
         **{f"info.{k}": v for k, v in info.items()},
+        **(facts or {}),
     }
     if error:
         tags["error"] = error[:5000]  # MLflow caps a tag value at 8000 characters
@@ -652,6 +723,11 @@ def _finish_artifacts(
         "embedder": tags["embedder"],
         "reranker": tags["reranker"],
     }
+    if "imported_corpus" in tags:
+        banner["imported corpus"] = (
+            f"{tags['imported_corpus']}: set {tags['imported_set']} (sha256 "
+            f"{tags['imported_set_digest'][:16]}…), build {tags['imported_build']}"
+        )
     if error:
         banner["error"] = error
     if (run_dir / "notebook.ipynb").exists():

@@ -1,0 +1,163 @@
+"""The batched lanes (one statement per fanout round) against the one-statement-per-lane path, on
+the demo database: the same hits with the same ranks and scores, and the same traces."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import psycopg
+import pytest
+
+from citegate.core.config import PipelineConfig
+from citegate.corpus.questions import load_set
+from citegate.models.embed import default_embedder
+from citegate.models.rerank import CosineReranker
+from citegate.pipeline import lanes
+from citegate.pipeline.plan import keywords
+from citegate.pipeline.retrieve import collect
+from citegate.research.bench import hnsw_scans
+
+pytestmark = pytest.mark.db
+
+# Addresses (exact and trigram), Russian, SQL metacharacters, a text with no lexical words.
+EDGE = [
+    "BG 2.13",
+    "what does Gita 2:13 and 18.66 say?",
+    "Что такое карма-йога?",
+    "'; DROP TABLE fragments; --",
+    "%s %(x)s \\ ' \" ; <<% @@ :*",
+    "is it?",
+    "How do I bake sourdough bread?",
+]
+
+
+@pytest.fixture(scope="module")
+def emb():  # noqa: ANN201
+    return default_embedder()
+
+
+def _questions(n: int) -> list[str]:
+    qs = load_set("gita-split").questions
+    return [q.text for q in qs[:: max(1, len(qs) // n)][:n]] + EDGE
+
+
+def _single(
+    conn: psycopg.Connection, text: str, vec: np.ndarray, cfg: PipelineConfig, k: int
+) -> list[lanes.LaneHit]:
+    hits = [
+        h
+        for g in lanes.KIND_GROUPS
+        for h in lanes.dense(conn, vec, cfg.embedder, cfg.corpora, g, k)
+    ]
+    hits += lanes.lexical(conn, text, cfg.embedder, cfg.corpora, k)
+    return hits + lanes.address(conn, text, cfg.embedder, cfg.corpora, k, cfg.address_trgm)
+
+
+def _by_lane(per_text: list[list[lanes.LaneHit]]) -> list[dict[str, list[tuple]]]:
+    """Each text's hits as lane -> [(id, rank, score)], in hit order (a readable diff)."""
+    out = []
+    for hits in per_text:
+        d: dict[str, list[tuple]] = {}
+        for h in hits:
+            d.setdefault(h.lane, []).append((h.fragment_id, h.rank, h.lane_score))
+        out.append(d)
+    return out
+
+
+@contextmanager
+def _hnsw_forced(conn: psycopg.Connection) -> Iterator[None]:
+    """No plan but the HNSW index scan can order the dense rows (as `bench` forces it)."""
+    off = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
+    for name in off:
+        conn.execute(f"SET {name} = off")
+    try:
+        yield
+    finally:
+        for name in off:
+            conn.execute(f"RESET {name}")
+
+
+def test_round_hits_equal_one_call_per_lane_with_ranks_and_scores(
+    demo: psycopg.Connection, emb
+) -> None:  # noqa: ANN001
+    cfg = PipelineConfig(embedder=emb.id, corpora=("gita", "xquad"))
+    texts = _questions(12)
+    vecs = emb.embed_queries(texts)
+    seen: set[str] = set()
+    for k in (cfg.lane_k, 2 * cfg.lane_k):
+        for start in range(0, len(texts), 3):  # rounds of 3 texts, as retrieve's round 2 + 1
+            chunk = slice(start, start + 3)
+            got = lanes.round_hits(
+                demo, texts[chunk], vecs[chunk], cfg.embedder, cfg.corpora, k, cfg.address_trgm
+            )
+            want = [
+                _single(demo, t, v, cfg, k) for t, v in zip(texts[chunk], vecs[chunk], strict=True)
+            ]
+            diff = [
+                (t[:40], lane, a.get(lane), b.get(lane))
+                for t, a, b in zip(texts[chunk], _by_lane(got), _by_lane(want), strict=True)
+                for lane in sorted(set(a) | set(b))
+                if a.get(lane) != b.get(lane)
+            ]
+            assert not diff, diff
+            seen.update(h.lane for hits in got for h in hits)
+    assert seen == {
+        *(f"dense:{g}" for g in lanes.KIND_GROUPS),
+        "lexical",
+        "address",
+        "address:exact",
+    }
+
+
+def test_a_search_shared_by_texts_of_different_depths_is_cut_to_each(
+    demo: psycopg.Connection, emb
+) -> None:  # noqa: ANN001
+    """The question at lane_k and again at twice that (retrieve's two rounds) is searched once by
+    the text lanes at the larger depth; each copy gets exactly what its own call would."""
+    cfg = PipelineConfig(embedder=emb.id)
+    for q in ["What does Gita 2:13 say about the soul?", *_questions(4)]:
+        texts, ks = [q, keywords(q), q], [cfg.lane_k, 2 * cfg.lane_k, 2 * cfg.lane_k]
+        vecs = emb.embed_queries(texts)
+        got = lanes.batch_hits(demo, texts, vecs, ks, cfg.embedder, cfg.corpora, cfg.address_trgm)
+        want = [_single(demo, t, v, cfg, k) for t, v, k in zip(texts, vecs, ks, strict=True)]
+        assert got == want, q
+        assert len(got[0]) < len(got[2])  # the depths really differ
+
+
+def test_batched_and_unbatched_collect_give_identical_traces(demo: psycopg.Connection, emb) -> None:  # noqa: ANN001
+    cfg = PipelineConfig(embedder=emb.id)
+    rr = CosineReranker()
+    for q in _questions(24):
+        a = collect(demo, q, cfg, emb, rr, exact_check=True)
+        b = collect(demo, q, cfg, emb, rr, exact_check=True, batched_lanes=False)
+        assert a.candidates == b.candidates, q
+        assert a.candidates, q
+
+
+def test_batched_dense_uses_the_hnsw_index_and_matches_single_scans(
+    demo: psycopg.Connection, emb
+) -> None:  # noqa: ANN001
+    cfg = PipelineConfig(embedder=emb.id)
+    texts = _questions(6)[:6]
+    vecs = emb.embed_queries(texts)
+    with _hnsw_forced(demo):
+        before = hnsw_scans(demo, cfg.embedder)
+        got = lanes.round_hits(
+            demo, texts, vecs, cfg.embedder, cfg.corpora, cfg.lane_k, text_lanes=False
+        )
+        scans = hnsw_scans(demo, cfg.embedder) - before
+        single_scans = hnsw_scans(demo, cfg.embedder)
+        want = [
+            [
+                h
+                for g in lanes.KIND_GROUPS
+                for h in lanes.dense(demo, v, cfg.embedder, cfg.corpora, g, cfg.lane_k)
+            ]
+            for v in vecs
+        ]
+        single_scans = hnsw_scans(demo, cfg.embedder) - single_scans
+    assert scans == single_scans == len(texts) * len(lanes.KIND_GROUPS)
+    assert got == want
+    assert all(len(hits) > 0 for hits in got)
