@@ -48,7 +48,10 @@ def test_corpus_replaces_whichever_set_parameter_the_notebook_declares() -> None
     fake_import("ov1", split=True, oos="ov1-out-of-scope")
     sets = {"ov1-split": "ov1-split", "ov1-out-of-scope": "ov1-split"}
     assert corpus_overrides(spec_with("SETS"), "ov1") == {"SETS": sets, "RERANKER": "none"}
-    assert corpus_overrides(spec_with("CORPORA"), "ov1")["CORPORA"] == {"ov1": sets}
+    assert corpus_overrides(spec_with("CORPORA"), "ov1")["CORPORA"] == {"ov1-split": sets}
+    # a notebook comparing corpora recommends for the imported one, not for gita-split
+    chosen = corpus_overrides(spec_with("CORPORA", "RECOMMEND_FOR"), "ov1")
+    assert chosen["RECOMMEND_FOR"] == "ov1-split"
     fake_import("ov2", split=False)
     assert corpus_overrides(spec_with("SETS"), "ov2")["SETS"] == {
         "ov2": "ov2",
@@ -69,6 +72,7 @@ def test_shipped_03_spec_takes_the_corpus_override() -> None:
     params = spec.resolved("tiny", with_corpus(spec, "ov3", {}))
     chosen = params.get("CORPORA", params.get("SETS"))
     assert "ov3-split" in json.dumps(chosen) and "gita" not in json.dumps(chosen)
+    assert params.get("RECOMMEND_FOR", "ov3-split") == "ov3-split"
 
 
 @pytest.mark.db

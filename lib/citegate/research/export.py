@@ -228,19 +228,21 @@ def export_experiment_run(
     cfg = PipelineConfig.from_dict(config, source=str(run_dir / "config.json"))
     out = []
     for d in datasets:
-        qset = load_set(d["name"])
+        # A run comparing corpora records its sets as "<corpus>/<set>" (notebooks 03 and 05).
+        name = str(d["name"]).rsplit("/", 1)[-1]
+        qset = load_set(name)
         if qset.corpus == ANY_CORPUS:
             continue
         if qset.digest != d["digest"]:
             raise InputError(
-                d["source"], "-", f"set {d['name']} changed since run {run_id} (digest differs)"
+                d["source"], "-", f"set {name} changed since run {run_id} (digest differs)"
             )
         ids = {r["id"] for r in d.get("records", [])}
         questions = [q for q in qset.questions if q.id in ids]
         corpus = str(d["build_id"]).split("@", 1)[0]
         rankings = pass_rankings(conn, questions, corpus, cfg, embedder, progress=progress)
         tag = f"citegate-{run_dir.name}"
-        out.append(export(ranked_run(d["name"], corpus, questions, rankings, tag), folder))
+        out.append(export(ranked_run(name, corpus, questions, rankings, tag), folder))
     if not out:
         raise ConfigError(f"run {run_id} used no labeled set (only out-of-scope questions)")
     return out

@@ -494,6 +494,10 @@ def _log_datasets(mlflow: Any, datasets: list[dict[str, Any]]) -> None:
 CORPUS_PARAMS = ("CORPORA", "SETS")  # what `--corpus` replaces: whichever the notebook declares
 
 
+# Parameters naming one of a notebook's CORPORA keys (the corpus a recommendation is made for).
+CORPUS_CHOICE_PARAMS = ("RECOMMEND_FOR", "PRODUCTION_CORPUS")
+
+
 def corpus_overrides(spec: ExperimentSpec, corpus: str) -> dict[str, Any]:
     """`--corpus NAME`: the parameters that point the notebook at an imported corpus, like a
     profile: its question-set parameter (`SETS = {set: build}`, or `CORPORA = {corpus: {set:
@@ -516,7 +520,9 @@ def corpus_overrides(spec: ExperimentSpec, corpus: str) -> dict[str, Any]:
             f"--corpus: {spec.notebook.name} declares none of {', '.join(CORPUS_PARAMS)}, so "
             "there is no question-set parameter to point at the imported corpus"
         )
-    out: dict[str, Any] = {param: {corpus: sets} if param == "CORPORA" else sets}
+    out: dict[str, Any] = {param: {searched: sets} if param == "CORPORA" else sets}
+    # A notebook comparing corpora names the one its recommendation is for: the imported one.
+    out.update({p: searched for p in CORPUS_CHOICE_PARAMS if p in declared})
     if "RERANKER" in declared:
         out["RERANKER"] = "none"
     return out
