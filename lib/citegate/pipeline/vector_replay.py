@@ -7,20 +7,25 @@ every candidate's stage) when a caller needs them. For `cfg.arm == "rrf_hybrid"`
 the scalar `replay`, trace by trace (the RRF arm is not vectorised).
 
 How: `pack(traces)` concatenates every trace's candidates (question i owns the slice
-`starts[i]:starts[i + 1]`) and precomputes what no config changes: the cap order (pinned first, then
-cosine, then id) and the rerank rank order (`Candidate.rank_key`) as two global permutations sorted
-by question first, the kind groups, and which candidates could ever be deduplicated against another.
-A config then costs: masks for the round and the pre-floor, a segmented running count in cap order
-(the cap), one in rank order (top-k), two more for the verse and library reserves (with their
-floor), a segmented max for the gate, whose thresholds are per-question arrays (the config's, or
-its `language_thresholds` entry for the question's language, told once at pack time by
-`gate.question_language`, as the scalar replay does). The notes are then simply the selected candidates in rank
-order (the reserves come from below the top k, so top-then-reserves *is* rank order). Dedup is
-greedy and sequential ("keep a note unless it repeats the text of, or overlaps, an earlier kept
-one"); the pack lists the only candidate pairs that can ever conflict (same text digest, or
-windows of one track overlapping by a positive length, with `cut._overlap`'s float), and a
-config runs the greedy as a few rounds over those pairs, all questions at once. Round two is evaluated for the questions
-whose round-one gate says `between` when the config allows two rounds.
+`starts[i]:starts[i + 1]`) and precomputes what no config changes: the cap order (pinned first,
+then cosine, then id) and the rerank rank order (`Candidate.rank_key`) as two global permutations
+sorted by question first, the kind groups, and which candidates could ever be deduplicated against
+another. It reads each candidate once (one C-level attribute getter) and converts whole columns
+with numpy; distinct strings and lane tuples are coded with a hash table.
+
+A config then costs, per round: masks for the round and the pre-floor and a segmented running
+count in cap order (the cap), over every candidate; then, over the candidates the cap kept only
+(at most `cap` per question, in rank order): the top-k (a position within the question), the
+verse and library reserves (with their floor), dedup, and a segmented max for the gate, whose
+thresholds are per-question arrays (the config's, or its `language_thresholds` entry for the
+question's language, told once at pack time by `gate.question_language`, as the scalar replay
+does). The notes are then simply the selected candidates in rank order (the reserves come from
+below the top k, so top-then-reserves *is* rank order). Dedup is greedy and sequential ("keep a
+note unless it repeats the text of, or overlaps, an earlier kept one"); the pack lists the only
+candidate pairs that can ever conflict (same text digest, or windows of one track overlapping by
+a positive length, with `cut._overlap`'s float), and a config runs the greedy as a few rounds over
+those pairs, all questions at once. Round two is evaluated for the questions whose round-one gate
+says `between` when the config allows two rounds.
 
 Pack once, replay many configs: that is what a sweep does.
 
@@ -33,6 +38,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -70,17 +77,20 @@ class VectorResult:
 class PackedTraces:
     """Every candidate of a list of traces as flat arrays (see the module docstring).
 
-    Arrays named `*_r` are in rank order (`rank_perm` applied); the others are in trace order."""
+    Arrays named `*_c` are in cap order (`cap_perm` applied), `*_r` in rank order (`rank_perm`
+    applied). Both orders sort by question first, so question i owns positions
+    starts[i]:starts[i + 1] in either."""
 
     traces: tuple[RetrievalTrace, ...]
     starts: np.ndarray  # question i owns candidates starts[i]:starts[i + 1]
-    seg: np.ndarray  # question index of each candidate
-    score: np.ndarray
-    forced: np.ndarray
-    ann_missed: np.ndarray
-    round: np.ndarray
+    counts: np.ndarray  # candidates per question
     cap_perm: np.ndarray  # trace-order indices sorted by (question, cap order)
     rank_perm: np.ndarray  # trace-order indices sorted by (question, rank order)
+    cap_of_rank: np.ndarray  # the cap-order position of each rank-order position
+    score_c: np.ndarray
+    forced_c: np.ndarray
+    alive_c: np.ndarray  # not ann_missed
+    round_c: np.ndarray
     score_r: np.ndarray
     verse_r: np.ndarray
     library_r: np.ndarray
@@ -101,55 +111,126 @@ class PackedTraces:
 
 def pack(traces: Sequence[RetrievalTrace]) -> PackedTraces:
     """Flatten `traces` and precompute the config-independent orders and flags."""
-    cands = [c for t in traces for c in t.candidates]
+    cands = list(chain.from_iterable(t.candidates for t in traces))
     n = len(cands)
+    cols = _columns(cands)
     counts = np.array([len(t.candidates) for t in traces], dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     seg = np.repeat(np.arange(len(traces), dtype=np.int64), counts)
-    score = np.fromiter((c.score for c in cands), np.float64, n)
-    rr = np.fromiter(
-        (c.score if c.rerank_score is None else c.rerank_score for c in cands), np.float64, n
-    )
-    fid = np.fromiter((c.fragment_id for c in cands), np.int64, n)
-    kinds = [c.kind for c in cands]
-    lanes = [c.lanes for c in cands]
-    flags = _lane_flags(cands)
-    forced = np.fromiter((flags[ls][0] for ls in lanes), bool, n)
-    unpinned = ~np.fromiter((flags[ls][1] for ls in lanes), bool, n)
-    # np.lexsort sorts by the LAST key first; it is stable, as `sorted` is.
-    cap_perm = np.lexsort((fid, -score, unpinned, seg)).astype(np.int64)
-    rank_perm = np.lexsort((fid, -score, -rr, unpinned, seg)).astype(np.int64)
-    kind_code = {k: i for i, k in enumerate(dict.fromkeys(kinds))}
-    kind = np.fromiter((kind_code[k] for k in kinds), np.int64, n)[rank_perm]
+    score = cols[:, _SCORE].astype(np.float64)
+    rr, has_rr = _rerank(cols[:, _RR], score)
+    fid = cols[:, _FID].astype(np.int64)
+    forced, pinned = _lane_flags(cands, cols[:, _LANES])
+    cap_perm, rank_perm = _orders(seg, ~pinned, score, rr if has_rr else None, fid)
+    kind, kinds = _factorize(cols[:, _KIND])
+    kind_code = {k: i for i, k in enumerate(kinds)}
+    kind = kind[rank_perm]
+    cap_of_rank = np.empty(n, dtype=np.int64)
+    cap_of_rank[cap_perm] = np.arange(n, dtype=np.int64)
     return PackedTraces(
         traces=tuple(traces),
         starts=starts,
-        seg=seg,
-        score=score,
-        forced=forced,
-        ann_missed=np.fromiter((c.ann_missed for c in cands), bool, n),
-        round=np.fromiter((c.round for c in cands), np.int64, n),
+        counts=counts,
         cap_perm=cap_perm,
         rank_perm=rank_perm,
+        cap_of_rank=cap_of_rank[rank_perm],
+        score_c=score[cap_perm],
+        forced_c=forced[cap_perm],
+        alive_c=~cols[:, _ANN].astype(bool)[cap_perm],
+        round_c=cols[:, _ROUND].astype(np.int64)[cap_perm],
         score_r=score[rank_perm],
         verse_r=_kind_is(kind, kind_code, ("verse",)),
         library_r=_kind_is(kind, kind_code, tuple(k for k in LIBRARY_KINDS if k != "verse")),
         transcript_r=_kind_is(kind, kind_code, (TRANSCRIPT,)),
         fid_r=fid[rank_perm],
-        pairs=_pairs(cands, seg, rank_perm),
+        pairs=_pairs(cands, cols, seg, rank_perm),
         collections=_collections(traces),
         languages=np.array([question_language(t.question) for t in traces], dtype=object),
     )
 
 
-def _lane_flags(cands: Sequence[Candidate]) -> dict[tuple[str, ...], tuple[bool, bool]]:
-    """(forced, pinned) per distinct lane tuple, read from the candidates' own properties (they
-    depend on the lanes alone, and few lane tuples repeat over many candidates)."""
-    out: dict[tuple[str, ...], tuple[bool, bool]] = {}
-    for c in cands:
-        if c.lanes not in out:
-            out[c.lanes] = (c.forced, c.pinned)
-    return out
+# What `pack` reads of each candidate, in one C-level getter (one attribute walk per candidate).
+_FIELDS = (
+    "fragment_id",
+    "score",
+    "rerank_score",
+    "kind",
+    "lanes",
+    "round",
+    "ann_missed",
+    "text_sig",
+    "track_id",
+    "start_ms",
+    "end_ms",
+)
+_FID, _SCORE, _RR, _KIND, _LANES, _ROUND, _ANN, _SIG, _TRACK, _START, _END = range(len(_FIELDS))
+_GET = attrgetter(*_FIELDS)
+
+
+def _columns(cands: Sequence[Candidate]) -> np.ndarray:
+    """The `_FIELDS` of every candidate as an (n, fields) object array: one getter call per
+    candidate, then numpy converts whole columns (no per-field Python loop)."""
+    width = len(_FIELDS)
+    flat = np.fromiter(chain.from_iterable(map(_GET, cands)), object, len(cands) * width)
+    return flat.reshape(len(cands), width)
+
+
+def _rerank(col: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, bool]:
+    """The rank order's score (`rerank_score`, or the cosine where there is none, as
+    `Candidate.rank_key`), and whether any candidate has a rerank score."""
+    none = np.equal(col, None)
+    if none.all():
+        return score, False
+    rr = score.copy()
+    rr[~none] = col[~none].astype(np.float64)
+    return rr, True
+
+
+def _factorize(col: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+    """(code per row, distinct values in first-seen order) of an object column; None gets -1.
+    pandas' hash table hashes each value once, in C (a dict would hash each twice, and the
+    strings of a fresh trace have no cached hash)."""
+    import pandas as pd  # heavy: only a pack needs it
+
+    codes, uniques = pd.factorize(col)
+    return np.asarray(codes, dtype=np.int64), list(uniques)
+
+
+def _orders(
+    seg: np.ndarray, unpinned: np.ndarray, score: np.ndarray, rr: np.ndarray | None, fid: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(cap_perm, rank_perm): every candidate sorted by question, then the cap order (pinned,
+    cosine down, id) or the rank order (pinned, rerank score down, cosine down, id; the cap
+    order itself when no candidate has a rerank score other than its cosine, as with the `none`
+    reranker). Both refine one stable (cosine, id) sort."""
+    base = np.lexsort((fid, -score))
+    group = _small(seg * 2 + unpinned)[base]  # question, then pinned first
+    cap_perm = base[np.argsort(group, kind="stable")].astype(np.int64)
+    if rr is None or np.array_equal(rr, score):
+        return cap_perm, cap_perm
+    return cap_perm, base[np.lexsort((-rr[base], group))].astype(np.int64)
+
+
+def _small(values: np.ndarray) -> np.ndarray:
+    """Non-negative ints in the smallest integer dtype that holds them (numpy sorts 16-bit
+    keys by radix, stably, in linear time)."""
+    top = int(values.max()) if len(values) else 0
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dtype).max:
+            return values.astype(dtype)
+    return values
+
+
+def _lane_flags(cands: Sequence[Candidate], col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(forced, pinned) per candidate, read from one candidate's own properties per distinct lane
+    tuple (they depend on the lanes alone, and few lane tuples repeat over many candidates)."""
+    codes, uniques = _factorize(col)
+    first = np.zeros(len(uniques), dtype=np.int64)
+    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the first candidate of each tuple
+    reps = [cands[i] for i in first.tolist()]
+    forced = np.array([c.forced for c in reps], dtype=bool)
+    pinned = np.array([c.pinned for c in reps], dtype=bool)
+    return forced[codes], pinned[codes]
 
 
 def _kind_is(kind: np.ndarray, codes: dict[str, int], names: Sequence[str]) -> np.ndarray:
@@ -176,30 +257,29 @@ class _Pairs:
 
     first: np.ndarray
     later: np.ndarray
+    question: np.ndarray  # whose candidates they are
     same_text: np.ndarray
     overlap: np.ndarray
 
 
-def _pairs(cands: Sequence[Candidate], seg: np.ndarray, rank_perm: np.ndarray) -> _Pairs:
+def _pairs(
+    cands: Sequence[Candidate], cols: np.ndarray, seg: np.ndarray, rank_perm: np.ndarray
+) -> _Pairs:
     """Every candidate pair that can conflict in dedup (`_Pairs`, rank-order indices), found
     with sorts, not loops over pairs of candidates that cannot."""
     n = len(cands)
-    track_ids = [c.track_id for c in cands]
-    codes: dict[str, int] = {}
-    sig = np.array(
-        [codes.setdefault(c.text_sig or text_signature(c.text), len(codes)) for c in cands],
-        dtype=np.int64,
-    ).reshape(n)[rank_perm]
+    sig_col = cols[:, _SIG]
+    unsigned = np.flatnonzero(sig_col == "")
+    if len(unsigned):  # `cut.dedup` digests the text of a candidate without `text_sig`
+        sig_col = sig_col.copy()
+        sig_col[unsigned] = [text_signature(cands[i].text) for i in unsigned.tolist()]
+    sig, sigs = _factorize(sig_col)
+    sig = sig[rank_perm]
     seg_r = seg[rank_perm]
-    text_pairs = _same_key_pairs(seg_r * max(len(codes), 1) + sig)
-    tracks: dict[str, int] = {}
-    track = np.array(
-        [-1 if t is None else tracks.setdefault(t, len(tracks)) for t in track_ids],
-        dtype=np.int64,
-    ).reshape(n)[rank_perm]
-    spans = [_span(c) if t is not None else (0, 0) for c, t in zip(cands, track_ids, strict=True)]
-    start = np.array([a for a, _ in spans], dtype=np.int64).reshape(n)[rank_perm]
-    end = np.array([b for _, b in spans], dtype=np.int64).reshape(n)[rank_perm]
+    text_pairs = _same_key_pairs(seg_r * max(len(sigs), 1) + sig)
+    track, tracks = _factorize(cols[:, _TRACK])  # -1: no track
+    start, end = _spans(cols, track)
+    track, start, end = track[rank_perm], start[rank_perm], end[rank_perm]
     window_pairs = _overlapping_pairs(seg_r * max(len(tracks), 1) + track, track >= 0, start, end)
     first = np.concatenate([text_pairs[0], window_pairs[0]])
     later = np.concatenate([text_pairs[1], window_pairs[1]])
@@ -211,29 +291,37 @@ def _pairs(cands: Sequence[Candidate], seg: np.ndarray, rank_perm: np.ndarray) -
     ok = same_track & (shorter > 0)
     overlap = np.zeros(len(first), dtype=np.float64)
     overlap[ok] = np.maximum(inter[ok], 0) / shorter[ok]
-    return _Pairs(first, later, sig[first] == sig[later], overlap)
+    return _Pairs(first, later, seg_r[first], sig[first] == sig[later], overlap)
 
 
-def _span(c: Candidate) -> tuple[int, int]:
-    """(start, end) of a track window; (0, 0), which overlaps nothing, without a full span (the
-    scalar dedup would fail with a TypeError comparing such a window)."""
-    if c.track_id is None or c.start_ms is None or c.end_ms is None:
-        return 0, 0
-    return c.start_ms, c.end_ms
+def _spans(cols: np.ndarray, track: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) of each track window; (0, 0), which overlaps nothing, without a track or a
+    full span (the scalar dedup would fail with a TypeError comparing such a window)."""
+    start, end = cols[:, _START], cols[:, _END]
+    full = (track >= 0) & ~np.equal(start, None) & ~np.equal(end, None)
+    out_start = np.zeros(len(track), dtype=np.int64)
+    out_end = np.zeros(len(track), dtype=np.int64)
+    out_start[full] = start[full].astype(np.int64)
+    out_end[full] = end[full].astype(np.int64)
+    return out_start, out_end
 
 
 def _same_key_pairs(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """All index pairs (i < j) with equal `key`."""
     order = np.argsort(key, kind="stable")  # equal keys keep ascending index order
-    _, at, count = np.unique(key[order], return_index=True, return_counts=True)
-    firsts, laters = [], []
-    for lo, m in zip(at[count > 1].tolist(), count[count > 1].tolist(), strict=True):
-        a, b = np.triu_indices(m, 1)
-        firsts.append(order[lo + a])
-        laters.append(order[lo + b])
-    if not firsts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(firsts), np.concatenate(laters)
+    sorted_key = key[order]
+    # for each position, how many later positions hold the same key
+    stop = np.searchsorted(sorted_key, sorted_key, side="right")
+    return _later_pairs(order, stop)
+
+
+def _later_pairs(order: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (order[a], order[b]) for every a < b < stop[a], as (smaller, larger) index."""
+    count = stop - np.arange(len(order)) - 1
+    a = np.repeat(np.arange(len(order)), count)
+    b = a + 1 + (np.arange(len(a)) - np.repeat(np.cumsum(count) - count, count))
+    i, j = order[a], order[b]
+    return np.minimum(i, j), np.maximum(i, j)
 
 
 def _overlapping_pairs(
@@ -250,38 +338,36 @@ def _overlapping_pairs(
     key = group[order] * (2 * span) + (start[order] - base)
     # later windows (by start) of the same group that start before this one ends
     stop = np.searchsorted(key, group[order] * (2 * span) + (end[order] - base), side="left")
-    count = stop - np.arange(len(order)) - 1
-    a = np.repeat(np.arange(len(order)), count)
-    b = a + 1 + (np.arange(len(a)) - np.repeat(np.cumsum(count) - count, count))
-    i, j = order[a], order[b]
-    return np.minimum(i, j), np.maximum(i, j)
+    return _later_pairs(order, stop)
 
 
 # ---------------------------------------------------------------- segmented array helpers
 
 
-def _running(mask: np.ndarray, starts: np.ndarray, seg: np.ndarray) -> np.ndarray:
-    """Inclusive running count of `mask` within each question's contiguous slice."""
-    csum = np.cumsum(mask, dtype=np.int64)
-    base = np.concatenate([[0], csum])[starts[:-1]]
-    return csum - base[seg]
-
-
-def _totals(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """How many of `mask` each question's slice holds."""
+def _seg_sum(mask: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """How many of `mask` each question's slice bounds[i]:bounds[i + 1] holds."""
     csum = np.concatenate([[0], np.cumsum(mask, dtype=np.int64)])
-    return csum[starts[1:]] - csum[starts[:-1]]
+    return csum[bounds[1:]] - csum[bounds[:-1]]
 
 
-def _seg_max(values: np.ndarray, mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
+def _within(mask: np.ndarray, bounds: np.ndarray, counts: np.ndarray, limit: Any) -> np.ndarray:
+    """Where `mask`'s inclusive running count within each question's slice is at most `limit`
+    (a number, or one per question): the running count is the global cumulative sum less the
+    sum before the slice, compared here without subtracting per element."""
+    csum = np.cumsum(mask, dtype=np.int64)
+    before = np.concatenate([[0], csum])[bounds[:-1]]
+    return mask & (csum <= np.repeat(before + limit, counts))
+
+
+def _seg_max(values: np.ndarray, mask: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     """Max of `values` where `mask`, per question; 0.0 for a question with none (`gate.max_score`)."""
-    out = np.zeros(len(starts) - 1, dtype=np.float64)
+    out = np.zeros(len(bounds) - 1, dtype=np.float64)
     if len(values) == 0:
         return out
     masked = np.where(mask, values, -np.inf)
-    nonempty = starts[1:] > starts[:-1]
-    out[nonempty] = np.maximum.reduceat(masked, starts[:-1][nonempty])
-    out[_totals(mask, starts) == 0] = 0.0
+    nonempty = bounds[1:] > bounds[:-1]
+    out[nonempty] = np.maximum.reduceat(masked, bounds[:-1][nonempty])
+    out[_seg_sum(mask, bounds) == 0] = 0.0
     return out
 
 
@@ -290,62 +376,78 @@ def _seg_max(values: np.ndarray, mask: np.ndarray, starts: np.ndarray) -> np.nda
 
 @dataclass(frozen=True)
 class _Round:
-    """One round's cut for every question: trace-order masks, rank-order selections, the gate."""
+    """One round's cut for every question. The floor and the cap run over every candidate (cap
+    order); what follows runs over the candidates the cap kept only: `kept` (their rank-order
+    positions, ascending, so in rank order), question i owning kept[bounds[i]:bounds[i + 1]]."""
 
-    pool: np.ndarray  # candidates of this round or earlier
-    floor_ok: np.ndarray  # live and past the pre-floor
-    capped: np.ndarray  # kept by the cap
-    top_r: np.ndarray
-    extra_r: np.ndarray
-    final_r: np.ndarray  # the notes (after dedup), rank order
+    floor_ok_c: np.ndarray  # in the pool, not ann_missed, past the pre-floor (cap order)
+    capped_c: np.ndarray  # kept by the cap (cap order)
+    kept: np.ndarray
+    bounds: np.ndarray
+    top: np.ndarray  # over `kept`: in the rerank top k
+    extra: np.ndarray  # over `kept`: admitted by a reserve
+    final: np.ndarray  # over `kept`: the notes (after dedup)
     max_score: np.ndarray
     lectures: np.ndarray
 
 
 def _cut_round(p: PackedTraces, cfg: PipelineConfig, rnd: int, todo: np.ndarray) -> _Round:
     """The cut of round `rnd` (candidates of rounds ≤ rnd) for every question; dedup runs for the
-    questions in `todo` only (the others' `final_r` is not used)."""
-    pool = p.round <= rnd
-    floor_ok = pool & ~p.ann_missed & (p.forced | (p.score >= cfg.pre_floor))
-    in_cap = floor_ok[p.cap_perm]
-    capped = np.zeros_like(floor_ok)
-    capped[p.cap_perm] = in_cap & (_running(in_cap, p.starts, p.seg) <= cfg.cap)
-    cr = capped[p.rank_perm]
-    top_r = cr & (_running(cr, p.starts, p.seg) <= cfg.rerank_top_k)
-    rest_r = cr & ~top_r
-    extra_r = np.zeros_like(top_r)
-    for group, want in ((p.verse_r, cfg.reserve_verses), (p.library_r, cfg.reserve_library)):
-        need = want - _totals(top_r & group, p.starts)
-        ok = rest_r & group & (p.score_r >= cfg.reserve_floor)
-        extra_r |= ok & (_running(ok, p.starts, p.seg) <= need[p.seg])
-    final_r = _dedup(p, top_r | extra_r, cfg.dedup_overlap, todo)
+    questions in `todo` only (the others' `final` is not used)."""
+    ok_c = (p.round_c <= rnd) & p.alive_c & (p.forced_c | (p.score_c >= cfg.pre_floor))
+    capped_c = _within(ok_c, p.starts, p.counts, cfg.cap)
+    kept = np.flatnonzero(capped_c[p.cap_of_rank])
+    bounds = np.searchsorted(kept, p.starts)
+    counts = np.diff(bounds)
+    top = np.arange(len(kept)) - np.repeat(bounds[:-1], counts) < cfg.rerank_top_k
+    score = p.score_r[kept]
+    extra = np.zeros_like(top)
+    for group_r, want in ((p.verse_r, cfg.reserve_verses), (p.library_r, cfg.reserve_library)):
+        group = group_r[kept]
+        need = want - _seg_sum(top & group, bounds)
+        extra |= _within(~top & group & (score >= cfg.reserve_floor), bounds, counts, need)
+    final = _dedup(p, kept, bounds, counts, top | extra, cfg.dedup_overlap, todo)
     return _Round(
-        pool,
-        floor_ok,
-        capped,
-        top_r,
-        extra_r,
-        final_r,
-        _seg_max(p.score_r, final_r, p.starts),
-        _totals(final_r & p.transcript_r, p.starts),
+        ok_c,
+        capped_c,
+        kept,
+        bounds,
+        top,
+        extra,
+        final,
+        _seg_max(score, final, bounds),
+        _seg_sum(final & p.transcript_r[kept], bounds),
     )
 
 
-def _dedup(p: PackedTraces, sel: np.ndarray, min_overlap: float, todo: np.ndarray) -> np.ndarray:
-    """`cut.dedup` on the selected notes (rank order) of the questions in `todo`: the greedy
-    "keep a note unless it conflicts with an earlier kept one", as rounds over the conflict
-    pairs (a note is kept once every earlier conflicting note is settled and none kept)."""
+def _dedup(
+    p: PackedTraces,
+    kept: np.ndarray,
+    bounds: np.ndarray,
+    counts: np.ndarray,
+    sel: np.ndarray,
+    min_overlap: float,
+    todo: np.ndarray,
+) -> np.ndarray:
+    """`cut.dedup` on the selected notes `sel` (over `kept`, rank order) of the questions in
+    `todo`: the greedy "keep a note unless it conflicts with an earlier kept one", as rounds over
+    the conflict pairs (a note is kept once every earlier conflicting note is settled and none
+    kept)."""
     if min_overlap <= 0:  # every overlap is ≥ 0: only each question's first note survives
-        return sel & (_running(sel, p.starts, p.seg) == 1)
+        return _within(sel, bounds, counts, 1)
+    sel_r = np.zeros(len(p.score_r), dtype=bool)
+    sel_r[kept[sel]] = True
     pr = p.pairs
-    live = sel[pr.first] & sel[pr.later] & (pr.same_text | (pr.overlap >= min_overlap))
-    live &= todo[p.seg[pr.first]]
+    live = sel_r[pr.first] & sel_r[pr.later] & (pr.same_text | (pr.overlap >= min_overlap))
+    live &= todo[pr.question]
     first, later = pr.first[live], pr.later[live]
-    dropped = np.zeros_like(sel)
-    open_ = np.zeros_like(sel)
+    if not len(first):
+        return sel
+    dropped = np.zeros_like(sel_r)
+    open_ = np.zeros_like(sel_r)
     open_[first] = open_[later] = True  # notes not yet settled (only those in a conflict)
     while len(first):
-        waiting = np.zeros_like(sel)
+        waiting = np.zeros_like(sel_r)
         waiting[later[open_[first]]] = True
         kept_now = open_ & ~waiting
         open_ &= ~kept_now
@@ -354,7 +456,7 @@ def _dedup(p: PackedTraces, sel: np.ndarray, min_overlap: float, todo: np.ndarra
         open_[hit] = False
         keep = open_[first] & open_[later]
         first, later = first[keep], later[keep]
-    return sel & ~dropped
+    return sel & ~dropped[kept]
 
 
 def _thresholds(p: PackedTraces, cfg: PipelineConfig) -> dict[str, np.ndarray]:
@@ -436,18 +538,23 @@ def replay_many(
         return [_from_result(replay(t, cfg)) for t in p.traces]
     check_replayable(p, cfg)
     rounds, second, code = _rounds(p, cfg)
-    last = rounds[-1]
-    final_r = np.where(second[p.seg], last.final_r, rounds[0].final_r) if second.any() else None
-    final_r = rounds[0].final_r if final_r is None else final_r
-    mx = np.where(second, last.max_score, rounds[0].max_score).tolist()
-    ids = p.fid_r[final_r].tolist()
-    ends = np.cumsum(_totals(final_r, p.starts)).tolist()
-    n_rounds = np.where(second, 2, 1).tolist()
+    notes = [_note_ids(p, r) for r in rounds]
+    used = np.where(second, 1, 0).tolist()
+    mx = np.where(second, rounds[-1].max_score, rounds[0].max_score).tolist()
     codes = code.tolist()
-    return [
-        VectorResult(tuple(ids[e - n : e]), _DECISION[codes[q]], mx[q], n_rounds[q])
-        for q, (e, n) in enumerate(zip(ends, _totals(final_r, p.starts).tolist(), strict=True))
-    ]
+    out = []
+    for q, r in enumerate(used):
+        ids, ends = notes[r]
+        out.append(VectorResult(ids[ends[q] : ends[q + 1]], _DECISION[codes[q]], mx[q], r + 1))
+    return out
+
+
+def _note_ids(p: PackedTraces, r: _Round) -> tuple[tuple[int, ...], list[int]]:
+    """Every question's note fragment ids, concatenated in note order, and where each
+    question's run starts (question i's are [ends[i]:ends[i + 1]])."""
+    ids = tuple(p.fid_r[r.kept[r.final]].tolist())
+    ends = np.concatenate([[0], np.cumsum(_seg_sum(r.final, r.bounds))]).tolist()
+    return ids, ends
 
 
 def _from_result(res: RetrievalResult) -> VectorResult:
@@ -466,11 +573,11 @@ def replay_results(
         return [replay(t, cfg) for t in p.traces]
     check_replayable(p, cfg)
     rounds, second, code = _rounds(p, cfg)
-    stages = [_stage_codes(p, r) for r in rounds]
+    stages = [_stage_codes(p, r, n + 1) for n, r in enumerate(rounds)]
     out = []
     for q, t in enumerate(p.traces):
-        run = rounds if second[q] else rounds[:1]
-        made = tuple(_round_result(p, q, t, n + 1, r, stages[n], cfg) for n, r in enumerate(run))
+        run = stages if second[q] else stages[:1]
+        made = tuple(_round_result(p, q, t, n + 1, st, cfg) for n, st in enumerate(run))
         out.append(RetrievalResult(made[-1].notes, _DECISION[int(code[q])], made, t))
     return out
 
@@ -488,16 +595,23 @@ _STAGES = (
 )
 
 
-def _stage_codes(p: PackedTraces, r: _Round) -> np.ndarray:
-    """Each candidate's fate in round `r`, as an index into `_STAGES` (trace order)."""
-    code = np.zeros(len(p.score), dtype=np.int64)
-    code[r.pool & p.ann_missed] = 1
-    code[r.pool & ~p.ann_missed & ~r.floor_ok] = 2
-    code[r.floor_ok & ~r.capped] = 3
-    code[r.capped] = 4
-    for mask_r, value in ((r.top_r, 5), (r.extra_r, 6), ((r.top_r | r.extra_r) & ~r.final_r, 7)):
-        code[p.rank_perm[mask_r]] = value
-    return code
+def _stage_codes(p: PackedTraces, r: _Round, rnd: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each candidate's fate in round `rnd`, as an index into `_STAGES` (trace order), and the
+    notes as a rank-order mask."""
+    pool_c = p.round_c <= rnd
+    code_c = np.zeros(len(p.score_c), dtype=np.int64)
+    code_c[pool_c & ~p.alive_c] = 1
+    code_c[pool_c & p.alive_c & ~r.floor_ok_c] = 2
+    code_c[r.floor_ok_c & ~r.capped_c] = 3
+    code_c[r.capped_c] = 4
+    code_r = code_c[p.cap_of_rank]
+    for mask, value in ((r.top, 5), (r.extra, 6), ((r.top | r.extra) & ~r.final, 7)):
+        code_r[r.kept[mask]] = value
+    code = np.empty_like(code_r)
+    code[p.rank_perm] = code_r
+    final_r = np.zeros(len(code_r), dtype=bool)
+    final_r[r.kept[r.final]] = True
+    return code, final_r
 
 
 def _round_result(
@@ -505,12 +619,12 @@ def _round_result(
     q: int,
     t: RetrievalTrace,
     rnd: int,
-    r: _Round,
-    codes: np.ndarray,
+    stages: tuple[np.ndarray, np.ndarray],
     cfg: PipelineConfig,
 ) -> RoundResult:
+    codes, final_r = stages
     lo, hi = int(p.starts[q]), int(p.starts[q + 1])
-    local = (p.rank_perm[lo:hi][r.final_r[lo:hi]] - lo).tolist()
+    local = (p.rank_perm[lo:hi][final_r[lo:hi]] - lo).tolist()
     notes = tuple(t.candidates[i] for i in local)
     stage = {
         c.fragment_id: _STAGES[k] for c, k in zip(t.candidates, codes[lo:hi].tolist(), strict=True)
