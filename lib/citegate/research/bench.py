@@ -131,7 +131,9 @@ def gita_fragments() -> list[Fragment]:
 @contextmanager
 def bench_server(root: Path | None = None) -> Iterator[str]:
     """An embedded PostgreSQL in a fresh temp dir (under `root` if given); stopped and removed
-    afterwards."""
+    afterwards. `root` must be a dir no other process changes the mode of: run as root, the
+    server runs as another user, who must traverse every parent (pytest resets its numbered tmp
+    dirs' parent to 0700 whenever a session starts, so tests pass a private `mkdtemp` dir)."""
     tmp = Path(tempfile.mkdtemp(prefix="pg-", dir=root))
     pgdata = tmp / "pgdata"
     try:

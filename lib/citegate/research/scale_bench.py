@@ -319,7 +319,8 @@ def slope(xs: Sequence[float], ys: Sequence[float]) -> float:
 def run(s: ScaleSettings, tmp_root: Path | None = None) -> dict[str, Any]:
     """Every size in order, on one private server; a size whose predicted wall time does not fit
     in what is left of the time budget is not started (nor any larger one), and the build time of
-    the sizes not run is extrapolated from the measured slope."""
+    the sizes not run is extrapolated from the measured slope. The server's data dir goes
+    under `tmp_root` (default: the system temp dir; see `bench.bench_server` for what it needs)."""
     embedder = default_embedder()
     frags = gita_fragments()
     base = np.asarray(embedder.embed_passages([f.text for f in frags]), dtype=np.float32)
