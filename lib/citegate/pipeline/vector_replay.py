@@ -188,12 +188,23 @@ def _rerank(col: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, bool]:
 
 def _factorize(col: np.ndarray) -> tuple[np.ndarray, list[Any]]:
     """(code per row, distinct values in first-seen order) of an object column; None gets -1.
-    pandas' hash table hashes each value once, in C (a dict would hash each twice, and the
-    strings of a fresh trace have no cached hash)."""
+    pandas' hash table hashes each value once, in C: the fastest for lane tuples (a tuple caches
+    no hash) and for short strings."""
     import pandas as pd  # heavy: only a pack needs it
 
     codes, uniques = pd.factorize(col)
     return np.asarray(codes, dtype=np.int64), list(uniques)
+
+
+def _dict_codes(col: np.ndarray) -> tuple[np.ndarray, int]:
+    """(code per row, how many distinct) of an object column of strings, None -1, with a dict:
+    faster than `_factorize` for long strings such as text digests, whose hash Python computes
+    once and caches in the string (pandas hashes their UTF-8 bytes on every call)."""
+    values = col.tolist()
+    code: dict[Any, int] = dict.fromkeys(values, -1)
+    distinct = [v for v in code if v is not None]
+    code.update(zip(distinct, range(len(distinct)), strict=True))
+    return np.fromiter(map(code.__getitem__, values), np.int64, len(values)), len(distinct)
 
 
 def _orders(
@@ -226,7 +237,7 @@ def _lane_flags(cands: Sequence[Candidate], col: np.ndarray) -> tuple[np.ndarray
     tuple (they depend on the lanes alone, and few lane tuples repeat over many candidates)."""
     codes, uniques = _factorize(col)
     first = np.zeros(len(uniques), dtype=np.int64)
-    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the first candidate of each tuple
+    first[codes] = np.arange(len(codes))  # one candidate of each tuple (any: same lanes)
     reps = [cands[i] for i in first.tolist()]
     forced = np.array([c.forced for c in reps], dtype=bool)
     pinned = np.array([c.pinned for c in reps], dtype=bool)
@@ -269,14 +280,14 @@ def _pairs(
     with sorts, not loops over pairs of candidates that cannot."""
     n = len(cands)
     sig_col = cols[:, _SIG]
-    unsigned = np.flatnonzero(sig_col == "")
+    unsigned = np.flatnonzero(~sig_col.astype(bool))  # falsy, as `c.text_sig or ...` tests
     if len(unsigned):  # `cut.dedup` digests the text of a candidate without `text_sig`
         sig_col = sig_col.copy()
         sig_col[unsigned] = [text_signature(cands[i].text) for i in unsigned.tolist()]
-    sig, sigs = _factorize(sig_col)
+    sig, distinct = _dict_codes(sig_col)
     sig = sig[rank_perm]
     seg_r = seg[rank_perm]
-    text_pairs = _same_key_pairs(seg_r * max(len(sigs), 1) + sig)
+    text_pairs = _same_key_pairs(seg_r * max(distinct, 1) + sig)
     track, tracks = _factorize(cols[:, _TRACK])  # -1: no track
     start, end = _spans(cols, track)
     track, start, end = track[rank_perm], start[rank_perm], end[rank_perm]
