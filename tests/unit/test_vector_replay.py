@@ -5,6 +5,7 @@ generator loop: hypothesis is not a project dependency)."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from conftest import make_candidate
@@ -133,6 +134,26 @@ def test_vectorised_equals_scalar_over_random_configs() -> None:
                 overridden += plain.decision != want.decision
     assert checked >= N_CONFIGS
     assert overridden >= 20  # the per-language thresholds did change decisions
+
+
+def test_cosine_rerank_scores_rank_as_the_cap_order() -> None:
+    """The `none` reranker writes each candidate's cosine as its rerank score; pack then takes
+    the cap order as the rank order, which must give replay's notes (ties included)."""
+    rng = random.Random(11)
+    base = PipelineConfig()
+    traces = []
+    for _ in range(20):
+        t = random_trace(rng, base)
+        t.candidates = [replace(c, rerank_score=c.score) for c in t.candidates]
+        traces.append(t)
+    packed = pack(traces)
+    assert packed.rank_perm is packed.cap_perm
+    for _ in range(40):
+        cfg = random_config(rng, base)
+        for t, v in zip(traces, replay_many(packed, cfg), strict=True):
+            want = replay(t, cfg)
+            assert v.notes == tuple(c.fragment_id for c in want.notes), cfg
+            assert v.decision == want.decision and v.max_score == want.max_score, cfg
 
 
 def test_unpacked_traces_and_empty_sets() -> None:
