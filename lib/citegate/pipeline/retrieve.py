@@ -49,7 +49,7 @@ from citegate.pipeline.gate import question_language, verdict
 from citegate.pipeline.plan import OfflinePlanner, Planner, clean_question, keywords
 
 # Bump when lanes or collection change what a trace holds: cached traces are keyed on it.
-RETRIEVAL_VERSION = "3"
+RETRIEVAL_VERSION = "4"  # 4: hnsw.iterative_scan relaxed_order (store.db.connect)
 
 
 def replay(trace: RetrievalTrace, cfg: PipelineConfig) -> RetrievalResult:
