@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,6 +140,38 @@ def record_study(rec: object, study: Study) -> None:
         sample_sizes=",".join(f"{n}:{len(s.questions)}" for n, s in study.sets.items()),
         retrieval_seconds=round(sum(study.seconds.values()), 2),
     )
+
+
+def record_studies(rec: Any, studies: Mapping[str, Study]) -> None:
+    """Log what a run comparing corpora used, as `record_study` does for one study: every set's
+    sampled questions (dataset "<corpus>/<set>"), the config with every build searched, the
+    model ids, builds, sample sizes and retrieval time. (`record_study` twice would overwrite:
+    the out-of-scope set is searched against every corpus.)"""
+    for corpus, study in studies.items():
+        for name, s in study.sets.items():
+            rec.dataset(
+                f"{corpus}/{name}",
+                s.qset.digest,
+                len(s.questions),
+                f"data/questions/{name}.jsonl",
+                build_id(s.corpus),
+                records=question_records(s.questions),
+            )
+    first = next(iter(studies.values()))
+    rec.config(first.config.replace(corpora=all_searched(studies)).to_dict())
+    sets = [(c, n, s) for c, st in studies.items() for n, s in st.sets.items()]
+    rec.note(
+        embedder=first.embedder_id,
+        reranker=first.reranker_id,
+        corpus_builds=",".join(sorted({build_id(s.corpus) for _, _, s in sets})),
+        sample_sizes=",".join(f"{c}/{n}:{len(s.questions)}" for c, n, s in sets),
+        retrieval_seconds=round(sum(sum(st.seconds.values()) for st in studies.values()), 2),
+    )
+
+
+def all_searched(studies: Mapping[str, Study]) -> tuple[str, ...]:
+    """Every corpus build the studies searched, in order, each once."""
+    return tuple(dict.fromkeys(b for st in studies.values() for b in searched_corpora(st)))
 
 
 def searched_corpora(study: Study) -> tuple[str, ...]:

@@ -16,13 +16,12 @@ import pandas as pd
 
 from citegate.core.config import PipelineConfig
 from citegate.core.errors import ConfigError
-from citegate.corpus.builds import build_id
 from citegate.research.study import (
     Study,
+    all_searched,
     data_table,
     load_study,
-    question_records,
-    searched_corpora,
+    record_studies,
 )
 
 
@@ -58,35 +57,8 @@ def load_corpora(
     }
 
 
-def record_corpora(rec: Any, studies: Mapping[str, Study]) -> None:
-    """Log what the run used, as `research.study.record_study` does for one study: every set's
-    sampled questions (dataset "<corpus>/<set>"), the config with every build searched, the
-    model ids, builds, sample sizes and retrieval time."""
-    for corpus, study in studies.items():
-        for name, s in study.sets.items():
-            rec.dataset(
-                f"{corpus}/{name}",
-                s.qset.digest,
-                len(s.questions),
-                f"data/questions/{name}.jsonl",
-                build_id(s.corpus),
-                records=question_records(s.questions),
-            )
-    first = next(iter(studies.values()))
-    rec.config(first.config.replace(corpora=all_searched(studies)).to_dict())
-    sets = [(c, n, s) for c, st in studies.items() for n, s in st.sets.items()]
-    rec.note(
-        embedder=first.embedder_id,
-        reranker=first.reranker_id,
-        corpus_builds=",".join(sorted({build_id(s.corpus) for _, _, s in sets})),
-        sample_sizes=",".join(f"{c}/{n}:{len(s.questions)}" for c, n, s in sets),
-        retrieval_seconds=round(sum(sum(st.seconds.values()) for st in studies.values()), 2),
-    )
-
-
-def all_searched(studies: Mapping[str, Study]) -> tuple[str, ...]:
-    """Every corpus build the studies searched, in order, each once."""
-    return tuple(dict.fromkeys(b for st in studies.values() for b in searched_corpora(st)))
+# One multi-corpus recorder for notebooks 03 and 05 (`research.study.record_studies`).
+record_corpora = record_studies
 
 
 def corpora_data_table(studies: Mapping[str, Study]) -> pd.DataFrame:

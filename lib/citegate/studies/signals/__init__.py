@@ -12,6 +12,7 @@ this package as `from citegate.studies import signals as sg`.
 
 from __future__ import annotations
 
+from citegate.research.study import record_studies
 from citegate.studies.signals.artifacts import (
     GATE_MODEL_FILE,
     production_base,
@@ -56,7 +57,7 @@ from citegate.studies.signals.report import (
     headline,
     language_gap_lines,
 )
-from citegate.studies.signals.run import load_studies, record_studies, signal_inputs
+from citegate.studies.signals.run import load_studies, signal_inputs
 
 __all__ = [
     "COLUMNS",

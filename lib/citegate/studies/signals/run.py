@@ -7,12 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from citegate.core.config import PipelineConfig
-from citegate.corpus.builds import build_id
 from citegate.pipeline.signals import IndexFacts, index_facts, note_texts
-from citegate.research.study import Study, load_study, question_records
+from citegate.research.study import Study, load_study
 from citegate.store.db import connect
 
 
@@ -53,32 +51,3 @@ def signal_inputs(studies: Mapping[str, Study]) -> dict[str, SignalInputs]:
                     ids.update(c.fragment_id for c in res.notes)
             out[corpus] = SignalInputs(facts, note_texts(conn, sorted(ids)))
     return out
-
-
-def record_studies(rec: Any, studies: Mapping[str, Study]) -> None:
-    """Log on a Recorder every set of every corpus (named `<corpus>/<set>`: the out-of-scope set
-    is searched against both builds), the config with all the corpora searched, and model ids.
-    `research.study.record_study` logs one study; two would overwrite each other's entries."""
-    searched: list[str] = []
-    for corpus, study in studies.items():
-        for name, s in study.sets.items():
-            rec.dataset(
-                f"{corpus}/{name}",
-                s.qset.digest,
-                len(s.questions),
-                f"data/questions/{name}.jsonl",
-                build_id(s.corpus),
-                records=question_records(s.questions),
-            )
-            searched.append(s.corpus)
-    first = next(iter(studies.values()))
-    rec.config(first.config.replace(corpora=list(dict.fromkeys(searched))).to_dict())
-    rec.note(
-        embedder=first.embedder_id,
-        reranker=first.reranker_id,
-        corpus_builds=",".join(sorted({build_id(c) for c in searched})),
-        sample_sizes=",".join(
-            f"{c}/{n}:{len(s.questions)}" for c, st in studies.items() for n, s in st.sets.items()
-        ),
-        retrieval_seconds=round(sum(sum(st.seconds.values()) for st in studies.values()), 2),
-    )
