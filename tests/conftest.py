@@ -13,9 +13,11 @@ from typing import Any
 
 import psycopg
 import pytest
+import yaml
 
 from citegate.core.types import Candidate
 from citegate.store import db
+from citegate.tracking import promote as P
 
 _candidate_ids = itertools.count(1)
 
@@ -120,3 +122,20 @@ def demo(demo_db: str) -> Iterator[psycopg.Connection]:
     """A connection to the demo database."""
     with db.connect(demo_db) as c:
         yield c
+
+
+@pytest.fixture()
+def promote_env(tmp_path: Path, demo_db: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """For promotion tests: the demo database, a throwaway MLflow store and run folder, a copy of
+    production.yaml (returned) and a guards file evaluating 6 questions per label."""
+    monkeypatch.setenv("DATABASE_URL", demo_db)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.setenv("CITEGATE_VAR", str(tmp_path / "var"))
+    prod = tmp_path / "production.yaml"
+    shutil.copy(P.PRODUCTION, prod)
+    monkeypatch.setattr(P, "PRODUCTION", prod)
+    guards = yaml.safe_load(P.GUARDS.read_text(encoding="utf-8"))
+    guards["evaluation"]["limit"] = 6
+    (tmp_path / "guards.yaml").write_text(yaml.safe_dump(guards), encoding="utf-8")
+    monkeypatch.setattr(P, "GUARDS", tmp_path / "guards.yaml")
+    return prod

@@ -6,12 +6,10 @@ facts `decide` caches are read afresh after a re-ingest."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import psycopg
 import pytest
-import yaml
 
 from citegate.cli import main
 from citegate.core import paths
@@ -32,20 +30,9 @@ HELD_OUT = "What does Chapter 3, Verse 5 say about action?"  # gita-split holds 
 
 
 @pytest.fixture()
-def env(tmp_path: Path, demo_db: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Demo database, a throwaway MLflow store and run folder, a copy of production.yaml and a
-    guards file evaluating 6 questions per label (as tests/integration/test_promote.py)."""
-    monkeypatch.setenv("DATABASE_URL", demo_db)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
-    monkeypatch.setenv("CITEGATE_VAR", str(tmp_path / "var"))
-    prod = tmp_path / "production.yaml"
-    shutil.copy(P.PRODUCTION, prod)
-    monkeypatch.setattr(P, "PRODUCTION", prod)
-    guards = yaml.safe_load(P.GUARDS.read_text(encoding="utf-8"))
-    guards["evaluation"]["limit"] = 6
-    (tmp_path / "guards.yaml").write_text(yaml.safe_dump(guards), encoding="utf-8")
-    monkeypatch.setattr(P, "GUARDS", tmp_path / "guards.yaml")
-    return prod
+def env(promote_env: Path) -> Path:
+    """The shared promotion setup (tests/conftest.py `promote_env`): the production copy."""
+    return promote_env
 
 
 @pytest.mark.db

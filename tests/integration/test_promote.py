@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -24,18 +23,9 @@ from citegate.tracking.promote_report import render
 
 
 @pytest.fixture()
-def env(tmp_path: Path, demo_db: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("DATABASE_URL", demo_db)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
-    monkeypatch.setenv("CITEGATE_VAR", str(tmp_path / "var"))
-    prod = tmp_path / "production.yaml"
-    shutil.copy(P.PRODUCTION, prod)
-    monkeypatch.setattr(P, "PRODUCTION", prod)
-    guards = yaml.safe_load(P.GUARDS.read_text(encoding="utf-8"))
-    guards["evaluation"]["limit"] = 6
-    (tmp_path / "guards.yaml").write_text(yaml.safe_dump(guards), encoding="utf-8")
-    monkeypatch.setattr(P, "GUARDS", tmp_path / "guards.yaml")
-    return prod
+def env(promote_env: Path) -> Path:
+    """The shared promotion setup (tests/conftest.py `promote_env`): the production copy."""
+    return promote_env
 
 
 def crafted_run(
