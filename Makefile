@@ -11,9 +11,19 @@ export PYTHONHASHSEED := 0
 help: ## List the targets with what they do
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
+# llama-cpp-python compiles from source: every core (CMake passes -j to make; Ninja, which
+# scikit-build-core uses when it is on PATH, runs nproc+2 jobs anyway, measured 3 compilers at once
+# on 2 cores), and without the multimodal library (LLAVA_BUILD: tools/mtmd, 51 of its 178
+# compile units; only llama_chat_format's image handlers load it, never this project).
+# Both reach the build: scikit-build-core reads CMAKE_ARGS, CMake reads CMAKE_BUILD_PARALLEL_LEVEL.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
+
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	CMAKE_BUILD_PARALLEL_LEVEL=$${CMAKE_BUILD_PARALLEL_LEVEL:-$(JOBS)} \
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $${CMAKE_ARGS:-}" \
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
