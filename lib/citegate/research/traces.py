@@ -22,10 +22,10 @@ from pathlib import Path
 import numpy as np
 import psycopg
 from psycopg.conninfo import make_conninfo
-from tqdm.auto import tqdm
 
 from citegate.core import paths
 from citegate.core.config import PipelineConfig
+from citegate.core.progress import bar
 from citegate.corpus.questions import Question
 from citegate.models.cache import DiskCache, digest
 from citegate.models.embed import Embedder
@@ -143,7 +143,7 @@ def traces_for(
     todo = [q for q in questions if q.id not in cached]
     n = worker_count(cfg.workers if workers is None else workers, len(todo))
     done_traces: list[RetrievalTrace | None] = [None] * len(todo)
-    with tqdm(total=len(todo), desc="retrieve", unit="q", disable=not progress or not todo) as bar:
+    with bar(total=len(todo), desc="retrieve", unit="q", disable=not progress or not todo) as meter:
         done: Iterator[tuple[int, RetrievalTrace]]
         if n <= 1:
             done = _collect_serial(conn, todo, cfg, embedder, reranker, exact_check)
@@ -154,7 +154,7 @@ def traces_for(
             for i, trace in done:
                 store.put(key, todo[i], trace)
                 done_traces[i] = trace.slim()
-                bar.update()
+                meter.update()
     fresh = {q.id: t for q, t in zip(todo, done_traces, strict=True)}  # serial order: last wins
     return {q.id: cached[q.id] if q.id in cached else fresh[q.id] for q in questions}
 

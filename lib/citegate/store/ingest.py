@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 
 from citegate.core.errors import CitegateError, ConfigError, InputError
 from citegate.core.fragments import Fragment
+from citegate.core.progress import bar
 from citegate.corpus.builds import BUILDS
 from citegate.corpus.sources.files import DEFAULT_MAX_SOURCE_BYTES, file_fragments, list_sources
 from citegate.models.embed import Embedder
@@ -197,6 +198,16 @@ def _refuse_replacing(
             )
 
 
+def _count(sources: Sequence[Source]) -> int | None:
+    """How many fragments the sources hold, for the bar's total and ETA before anything is
+    embedded (reading and chunking are cheap beside embedding); None when one of them cannot be
+    read (the ingest itself then reports which, and where)."""
+    try:
+        return sum(sum(1 for _ in src.read()) for src in sources)
+    except (InputError, OSError, ValueError):
+        return None
+
+
 def ingest_sources(
     conn: psycopg.Connection,
     sources: Sequence[Source],
@@ -225,14 +236,18 @@ def ingest_sources(
             _refuse_replacing(sources, corpus, stored, recorded, origin, prune)
         except InputError as exc:
             raise _resume_error(exc, 0, unit) from exc
-    with tqdm(desc=f"ingest {corpus}", unit="frag", disable=not progress) as bar:
-        w = _Writer(conn, corpus, embedder, origin, stored, bar, batch_size)
+    total = _count(sources) if len(sources) > 1 else None
+    with bar(total=total, desc=f"ingest {corpus}", unit="frag", disable=not progress) as meter:
+        w = _Writer(conn, corpus, embedder, origin, stored, meter, batch_size)
         for src in sources:
             try:
                 frags = w.read(src)
             except InputError as exc:
                 w.flush()  # the complete sources read before this one are stored
                 raise _resume_error(exc, w.done_sources, unit) from exc
+            if total is None:  # one source: its count is known now, before it is embedded
+                meter.total = (meter.total or 0) + len(frags)
+                meter.refresh()
             w.add(frags)
         delete = sorted(set(stored) - set(w.seen)) if prune else []
         if delete and not w.seen and not replace:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from citegate.core import paths
+from citegate.core.progress import PROGRESS_FILE, report_to
 
 METRICS_FILE = "metrics.json"
 DATASETS_FILE = "datasets.json"
@@ -41,8 +42,11 @@ class Recorder:
 
     @classmethod
     def open(cls, run_dir: str | None, name: str) -> Recorder:
-        """A recorder on `run_dir` (or the interactive folder of notebook `name`)."""
-        return cls(run_dir_for(run_dir, name))
+        """A recorder on `run_dir` (or the interactive folder of notebook `name`); the progress bars
+        of this process report to its `progress.json` from now on (the runner's display reads it)."""
+        folder = run_dir_for(run_dir, name)
+        report_to(folder / PROGRESS_FILE)
+        return cls(folder)
 
     def metric(self, name: str, value: float) -> float:
         """Record one scalar metric (must be finite) and return it."""

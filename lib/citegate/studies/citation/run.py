@@ -10,10 +10,10 @@ from dataclasses import replace
 from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from citegate.core.config import PipelineConfig
 from citegate.core.errors import MODEL_ERROR
+from citegate.core.progress import bar
 from citegate.models.embed import default_embedder
 from citegate.models.rerank import make_reranker
 from citegate.pipeline.compose import compose
@@ -105,7 +105,7 @@ def run_grounded(
     answers: list[Answer] = []
     for name, path in usable.items():
         with model_client(name, path) as client:
-            for item in tqdm(items, desc=f"{name} grounded", disable=not progress):
+            for item in bar(items, desc=f"{name} grounded", unit="q", disable=not progress):
                 answers += answer_item(client, name, item, max_tokens, json_mode)
     return answers
 

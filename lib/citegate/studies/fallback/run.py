@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from citegate.core import paths
 from citegate.core.config import PipelineConfig
 from citegate.core.errors import CitegateError
+from citegate.core.progress import bar
 from citegate.corpus.builds import build_id
 from citegate.corpus.questions import Question, load_set
 from citegate.models.embed import default_embedder
@@ -217,7 +217,7 @@ def run_calls(
             clock = time.perf_counter()
             with model_client(name, path) as client:
                 todo = [(it, v) for it in fq.items for v in variants]
-                for it, v in tqdm(todo, desc=name, disable=not progress):
+                for it, v in bar(todo, desc=f"fallback {name}", unit="call", disable=not progress):
                     fb = fallback_turn(
                         client,
                         it.question.text,

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from citegate.core.config import PipelineConfig
 from citegate.core.errors import MAX_MODEL_ERROR_SHARE
+from citegate.core.progress import bar
 from citegate.corpus.questions import QuestionSet, resolve_gold
 from citegate.models.embed import default_embedder
 from citegate.models.rerank import make_reranker
@@ -51,7 +51,9 @@ def run_rewrites(
     for name, path in usable.items():
         clock = time.perf_counter()
         with model_client(name, path) as client:
-            for conv in tqdm(conversations, desc=f"rewrite {name}", disable=not progress):
+            for conv in bar(
+                conversations, desc=f"rewrite {name}", unit="conv", disable=not progress
+            ):
                 res = rewrite_query(
                     client, conv.history, conv.followup.text, turn_index=1, max_tokens=max_tokens
                 )
@@ -92,7 +94,7 @@ def search_arms(
         texts = list(dict.fromkeys(queries["query"]))
         notes = {
             t: [n.fragment_id for n in search(t)]
-            for t in tqdm(texts, desc="search arms", disable=not progress)
+            for t in bar(texts, desc="search arms", unit="q", disable=not progress)
         }
     gold = {c.id: by_qid[c.followup.id] for c in conversations}
     return score_hits(queries, notes, gold)
