@@ -4,22 +4,27 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
+from tqdm import tqdm
 
 from citegate.core import paths
 from citegate.core.errors import ConfigError
 from citegate.models.embed import default_embedder_id
 from citegate.tracking.runner import (
     ExperimentSpec,
+    RunOutcome,
     corpus_facts,
     format_checks,
     load_spec,
     run_experiment,
     with_corpus,
 )
+from citegate.tracking.schedule import Finished, run_scheduled, summary
 
 
 def parse_sets(pairs: list[str]) -> dict[str, Any]:
@@ -77,28 +82,44 @@ def _corpus_lines(corpus: str) -> list[str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Run (or dry-run) each experiment; exit 1 if any run failed or missed an expectation."""
+    """Run (or dry-run) the experiments, lanes side by side unless `--serial`; print each result
+    as it finishes, then a one-screen summary; exit 1 if any run failed or missed an expectation."""
     overrides = parse_sets(args.set or [])
     specs = [load_spec(Path(p)) for p in args.specs]
     if args.dry_run:
         for spec in specs:
             print(dry_run(spec, args.profile, overrides, args.corpus))
         return 0
-    failed = 0
-    for spec in specs:
-        on = f" on imported corpus {args.corpus}" if args.corpus else ""
-        print(f"== {spec.name} ({args.profile or 'default'} profile{on})", flush=True)
-        out = run_experiment(spec, profile=args.profile, overrides=overrides, corpus=args.corpus)
-        print(f"   {out.status}  run {out.run_id}  report {out.run_dir / 'report.html'}")
-        if out.error:  # in full: the notebook's exception class and message, each failed child
-            print(f"   error: {out.error}", file=sys.stderr)
-        print(
-            format_checks(out)
-            if out.checks
-            else "   (expected metrics not checked for this profile or corpus)"
+    for spec in specs:  # every parameter mistake before anything runs
+        spec.resolved(args.profile, with_corpus(spec, args.corpus, overrides))
+    on = f" on imported corpus {args.corpus}" if args.corpus else ""
+    print(f"== {len(specs)} experiment(s), {args.profile or 'default'} profile{on}", flush=True)
+
+    def run(spec: ExperimentSpec, on_start: Callable[[Path], None]) -> RunOutcome:
+        return run_experiment(
+            spec, profile=args.profile, overrides=overrides, corpus=args.corpus, on_start=on_start
         )
-        failed += not out.ok
-    return 1 if failed else 0
+
+    clock = time.perf_counter()
+    done = run_scheduled(specs, run, parallel=not args.serial, announce=announce)
+    if len(done) > 1:
+        print("\n" + summary(done, time.perf_counter() - clock))
+    return 0 if all(f.outcome.ok for f in done) else 1
+
+
+def announce(f: Finished) -> None:
+    """Print a finished experiment above the display: status, time, run, report, each check; its
+    error in full on stderr."""
+    out = f.outcome
+    tqdm.write(
+        f"== {f.spec.name}: {out.status} in {f.seconds:.0f} s  run {out.run_id}  "
+        f"report {out.run_dir / 'report.html'}",
+        file=sys.stdout,
+    )
+    if out.error:  # in full: the notebook's exception class and message, each failed child
+        tqdm.write(f"   error: {out.error}", file=sys.stderr)
+    checks = format_checks(out) if out.checks else ""
+    tqdm.write(checks or "   (expected metrics not checked for this profile or corpus)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -114,4 +135,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "and its out-of-scope set, replace the notebook's question sets",
     )
     p.add_argument("--dry-run", action="store_true", help="print what would run, run nothing")
+    p.add_argument(
+        "--serial",
+        action="store_true",
+        help="one experiment at a time, in the order given (default: each spec's lane runs side "
+        "by side with the others, e.g. the LLM-bound 04 beside the retrieval passes)",
+    )
     p.set_defaults(func=cmd_run)

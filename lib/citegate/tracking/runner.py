@@ -19,8 +19,11 @@ import math
 import os
 import re
 import subprocess
+import threading
 import time
 import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -51,11 +54,17 @@ SPEC_KEYS = {
     "sweep",
     "headline",
     "timeout_s",
+    "lane",
 }
 # Keys an extending spec merges one level deep into its parent's (the rest replace the parent's).
 MERGED_KEYS = ("parameters", "profiles")
 RESERVED_PARAMS = {"RUN_DIR": "the runner sets it", "PIPELINE": "it comes from the pipeline block"}
 DEFAULT_TIMEOUT_S = 3600.0
+DEFAULT_LANE = "main"
+# Experiments may run side by side (`citegate.tracking.schedule`), one thread each; the MLflow
+# store (SQLite by default), the experiment folders and the runs index are written under this lock,
+# so each run's writes are one writer's (the notebooks themselves run outside it, in parallel).
+STORE_LOCK = threading.RLock()
 SAFE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 TYPE_NAMES: dict[str, type] = {
     "bool": bool,
@@ -114,6 +123,7 @@ class ExperimentSpec:
     path: Path | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     notebook_params: dict[str, NotebookParam] = field(default_factory=dict)
+    lane: str = DEFAULT_LANE  # experiments of different lanes may run side by side
 
     def resolved(self, profile: str | None, overrides: dict[str, Any]) -> dict[str, Any]:
         """Notebook parameters: spec defaults, then the profile's, then command-line overrides."""
@@ -190,6 +200,7 @@ def load_spec(path: Path) -> ExperimentSpec:
         Path(path),
         float(data.get("timeout_s", DEFAULT_TIMEOUT_S)),
         notebook_parameters(nb, Path(path)),
+        data.get("lane", DEFAULT_LANE),
     )
     spec.config("probe")  # validates the pipeline overrides now, not after an hour of work
     check_parameters(spec, "parameters", spec.parameters)
@@ -256,6 +267,9 @@ def _check_shape(path: Path, data: dict[str, Any]) -> None:
     headline = data.get("headline") or []
     if not isinstance(headline, list) or not all(isinstance(h, str) for h in headline):
         raise ConfigError(f"{path}: headline must be a list of metric names, got {headline!r}")
+    lane = data.get("lane", DEFAULT_LANE)
+    if not isinstance(lane, str) or not SAFE_NAME.fullmatch(lane):
+        raise ConfigError(f"{path}: lane must be a simple name (e.g. llm), got {lane!r}")
     if not isinstance(data.get("description") or "", str):
         raise ConfigError(f"{path}: description must be text")
     timeout = data.get("timeout_s", DEFAULT_TIMEOUT_S)
@@ -565,23 +579,30 @@ def run_experiment(
     overrides: dict[str, Any] | None = None,
     parent: bool = True,
     corpus: str | None = None,
+    on_start: Callable[[Path], None] | None = None,
 ) -> RunOutcome:
     """Execute one experiment (a sweep runs one nested child per value) and log it to MLflow.
 
     The run is FAILED when its notebook fails or any sweep child does (the error names them).
     `corpus` runs it on an imported corpus (`corpus_overrides`); the spec's expected metrics were
-    measured on the demo data, so they are not checked then."""
+    measured on the demo data, so they are not checked then. `on_start` is told the run folder
+    before the notebook runs (the scheduler's display reads its progress.json). Safe to call from
+    several threads at once: the store writes hold `STORE_LOCK`, the notebooks run outside it."""
     import mlflow
 
     params = spec.resolved(profile, with_corpus(spec, corpus, overrides or {}))
     facts = corpus_facts(corpus) if corpus else {}
-    experiment_folder(spec)
     cfg = spec.config(default_embedder().id, params)
-    mlflow.set_tracking_uri(tracking_uri())
-    exp_id = experiment_id(mlflow, spec.name)
-    started = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    with mlflow.start_run(experiment_id=exp_id, run_name=f"{spec.name}-{started}") as run:
-        run_dir = run_folder(spec, started, run.info.run_id)
+    with STORE_LOCK:
+        experiment_folder(spec)
+        mlflow.set_tracking_uri(tracking_uri())
+        exp_id = experiment_id(mlflow, spec.name)
+        started = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    with _mlflow_run(mlflow, experiment_id=exp_id, run_name=f"{spec.name}-{started}") as run:
+        with STORE_LOCK:
+            run_dir = run_folder(spec, started, run.info.run_id)
+        if on_start is not None:
+            on_start(run_dir)
         top = _timed_execute(spec, params, run_dir, run.info.run_id)
         failed_children = []
         for key, values in spec.sweep.items():
@@ -592,11 +613,30 @@ def run_experiment(
                 if child.status == "FAILED":
                     failed_children.append(f"sweep child {key}={value} failed: {child.error}")
         error = "; ".join(filter(None, [top.error, *failed_children]))
-        outcome = _record(
-            mlflow, spec, top, cfg, profile, started, error=error, check=not corpus, facts=facts
-        )
-        mlflow.end_run(status=outcome.status)
+        with STORE_LOCK:
+            outcome = _record(
+                mlflow, spec, top, cfg, profile, started, error=error, check=not corpus, facts=facts
+            )
+            mlflow.end_run(status=outcome.status)
     return outcome
+
+
+@contextmanager
+def _mlflow_run(mlflow: Any, **kwargs: Any) -> Iterator[Any]:
+    """`mlflow.start_run(**kwargs)` under `STORE_LOCK` (the active run is per thread in MLflow);
+    a run left by an exception ends FAILED, as start_run's own context manager ends it."""
+    with STORE_LOCK:
+        run = mlflow.start_run(**kwargs)
+    try:
+        yield run
+    except BaseException:
+        with STORE_LOCK:
+            mlflow.end_run(status="FAILED")
+        raise
+    active = mlflow.active_run()
+    if active is not None and active.info.run_id == run.info.run_id:
+        with STORE_LOCK:
+            mlflow.end_run()
 
 
 def experiment_folder(spec: ExperimentSpec) -> Path:
@@ -636,12 +676,16 @@ def _run_child(
     started: str,
 ) -> RunOutcome:
     """One nested sweep run, ended FAILED in MLflow when its notebook failed."""
-    with mlflow.start_run(experiment_id=exp_id, nested=True, run_name=f"{key}={value}") as child:
+    name = f"{key}={value}"
+    with _mlflow_run(mlflow, experiment_id=exp_id, nested=True, run_name=name) as child:
         child_dir = run_dir / "sweep" / f"{key}={value}"
         child_dir.mkdir(parents=True, exist_ok=True)
         done = _timed_execute(spec, {**params, key: value}, child_dir, child.info.run_id)
-        outcome = _record(mlflow, spec, done, cfg, profile, started, error=done.error, check=False)
-        mlflow.end_run(status=outcome.status)
+        with STORE_LOCK:
+            outcome = _record(
+                mlflow, spec, done, cfg, profile, started, error=done.error, check=False
+            )
+            mlflow.end_run(status=outcome.status)
     return outcome
 
 

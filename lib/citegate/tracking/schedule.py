@@ -1,0 +1,179 @@
+"""Running several experiments: side by side by lane, with one combined display and a summary.
+
+An experiment's `lane` (spec key, default `main`) says what holds it: notebook 04 waits on a local
+LLM server that runs on one thread (`lane: llm`), while 01-03 are retrieval passes on the database.
+Lanes run side by side, one thread each; the experiments of one lane run one after another in the
+order given, so an experiment that reads what an earlier one of its lane cached still finds it.
+Each notebook is its own kernel process, every model call and retrieval trace is cached by its
+inputs (SQLite caches in WAL mode, written last-wins with equal values), the embedded PostgreSQL
+takes several clients, and the runner's MLflow and report writes hold `runner.STORE_LOCK`: a
+scheduled run's numbers are a serial run's (a test compares them).
+
+The display is one tqdm line for the experiments done, and one per lane: what it runs, for how
+long, and the notebook's current bar (count, total, time left) read from its `progress.json`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from citegate.core.progress import PROGRESS_FILE, clock, read_state
+from citegate.tracking.runner import ExperimentSpec, RunOutcome
+
+Runner = Callable[[ExperimentSpec, Callable[[Path], None]], RunOutcome]
+
+
+@dataclass(frozen=True)
+class Finished:
+    """One experiment of a schedule: its outcome and its wall time."""
+
+    spec: ExperimentSpec
+    outcome: RunOutcome
+    seconds: float
+    lane: str
+
+
+@dataclass
+class _Running:
+    """What a lane is doing now, for the display."""
+
+    name: str = ""
+    since: float = 0.0
+    run_dir: Path | None = None
+
+
+@dataclass
+class _Board:
+    """The shared state of a schedule: what each lane runs, what finished, what went wrong."""
+
+    lanes: dict[str, list[int]]
+    running: dict[str, _Running] = field(default_factory=dict)
+    done: dict[int, Finished] = field(default_factory=dict)
+    errors: list[BaseException] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def lanes_of(specs: Sequence[ExperimentSpec]) -> dict[str, list[int]]:
+    """The indices of `specs` per lane, lanes in order of first appearance, specs in given order."""
+    out: dict[str, list[int]] = {}
+    for i, spec in enumerate(specs):
+        out.setdefault(spec.lane, []).append(i)
+    return out
+
+
+def run_scheduled(
+    specs: Sequence[ExperimentSpec],
+    run: Runner,
+    *,
+    parallel: bool = True,
+    show: bool | None = None,
+    announce: Callable[[Finished], None] | None = None,
+) -> list[Finished]:
+    """Run every spec (`run(spec, on_start)` runs one) and return them in the order given.
+
+    With `parallel`, each lane runs in its own thread; else all run in one lane in the given
+    order. `show` draws the combined display (None: only on a terminal). `announce` is called with
+    each experiment as it finishes (one at a time; print with `tqdm.write` to keep the display). An exception
+    that escapes `run` stops its lane; the other lanes finish, then the first one is raised."""
+    lanes = lanes_of(specs) if parallel else {"all": list(range(len(specs)))}
+    board = _Board(lanes, {lane: _Running() for lane in lanes})
+    threads = [
+        threading.Thread(
+            target=_lane, args=(board, lane, specs, run, announce), name=f"lane-{lane}"
+        )
+        for lane in lanes
+    ]
+    for t in threads:
+        t.start()
+    _display(board, threads, len(specs), show)
+    if board.errors:
+        raise board.errors[0]
+    return [board.done[i] for i in sorted(board.done)]
+
+
+def _lane(
+    board: _Board,
+    lane: str,
+    specs: Sequence[ExperimentSpec],
+    run: Runner,
+    announce: Callable[[Finished], None] | None,
+) -> None:
+    """Run one lane's experiments in order, recording each as it finishes."""
+    for i in board.lanes[lane]:
+        state = _Running(specs[i].name, time.perf_counter())
+        board.running[lane] = state
+        try:
+            outcome = run(specs[i], lambda d, s=state: setattr(s, "run_dir", d))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            with board.lock:
+                board.errors.append(exc)
+            break
+        finished = Finished(specs[i], outcome, time.perf_counter() - state.since, lane)
+        with board.lock:
+            board.done[i] = finished
+            if announce is not None:
+                announce(finished)
+    board.running[lane] = _Running()
+
+
+def _display(board: _Board, threads: list[threading.Thread], total: int, show: bool | None) -> None:
+    """Redraw the combined display every half second until every lane is done."""
+    disable = None if show is None else not show
+    overall = tqdm(total=total, desc="experiments", unit="exp", disable=disable, position=0)
+    lines = [
+        tqdm(total=0, bar_format="{desc}", disable=disable, position=i + 1)
+        for i in range(len(board.lanes))
+    ]
+    try:
+        while any(t.is_alive() for t in threads):
+            _redraw(board, overall, lines)
+            time.sleep(0.5)
+        _redraw(board, overall, lines)
+    finally:
+        for t in threads:
+            t.join()
+        for bar in (*lines, overall):
+            bar.close()
+
+
+def _redraw(board: _Board, overall: tqdm, lines: list[tqdm]) -> None:
+    with board.lock:
+        overall.n = len(board.done)
+        overall.refresh()
+        for bar, lane in zip(lines, board.lanes, strict=True):
+            bar.set_description_str(lane_line(lane, board.running[lane]), refresh=True)
+
+
+def lane_line(lane: str, running: _Running) -> str:
+    """'main: 01_prefloor_recall 3:12 | retrieve 120/250 q, 1:40 left' ('main: idle' when done)."""
+    if not running.name:
+        return f"{lane}: done"
+    head = f"{lane}: {running.name} {clock(time.perf_counter() - running.since)}"
+    state = read_state(running.run_dir / PROGRESS_FILE) if running.run_dir else None
+    return f"{head} | {state.line()}" if state else head
+
+
+def summary(finished: Sequence[Finished], wall_s: float) -> str:
+    """One screen: each experiment's status, wall time, OK/FAIL count and report; then the total
+    (the wall time of the whole schedule, and the sum of the experiments' own times)."""
+    rows = [f"{'experiment':<26} {'status':<8} {'wall':>7}  {'checks':<13} report"]
+    for f in finished:
+        checks = [ok for *_, ok in f.outcome.checks.values()]
+        counted = f"{sum(checks)} OK {len(checks) - sum(checks)} FAIL" if checks else "not checked"
+        rows.append(
+            f"{f.spec.name:<26} {f.outcome.status:<8} {clock(f.seconds):>7}  {counted:<13} "
+            f"{f.outcome.run_dir / 'report.html'}"
+        )
+    ok = sum(f.outcome.ok for f in finished)
+    own = sum(f.seconds for f in finished)
+    rows.append(
+        f"total: {ok} of {len(finished)} experiments OK in {clock(wall_s)} wall "
+        f"({clock(own)} of experiment time, {len({f.lane for f in finished})} lane(s))"
+    )
+    return "\n".join(rows)
