@@ -13,6 +13,7 @@ import yaml
 
 from citegate.cli import main
 from citegate.core import paths
+from citegate.core.errors import ConfigError
 from citegate.tracking.runner import ExperimentSpec, RunOutcome, load_spec, run_experiment
 from citegate.tracking.schedule import Finished, lanes_of, run_scheduled, summary
 
@@ -143,3 +144,9 @@ def test_02_beside_04_gives_the_serial_numbers(
         assert a.outcome.status == b.outcome.status == "FINISHED", a.outcome.error
         assert a.outcome.metrics == b.outcome.metrics and a.outcome.metrics
         assert all(math.isfinite(v) for v in a.outcome.metrics.values())
+
+
+@pytest.mark.parametrize("lane", ["", "two words", 3])
+def test_a_bad_lane_is_a_clear_error(tmp_path: Path, lane: object) -> None:
+    with pytest.raises(ConfigError, match="lane must be a simple name"):
+        load_spec(probe_spec(tmp_path, "x", lane))  # type: ignore[arg-type]
