@@ -155,8 +155,14 @@ def lane_line(lane: str, running: _Running) -> str:
     if not running.name:
         return f"{lane}: done"
     head = f"{lane}: {running.name} {clock(time.perf_counter() - running.since)}"
-    state = read_state(running.run_dir / PROGRESS_FILE) if running.run_dir else None
+    state = read_state(newest_progress(running.run_dir)) if running.run_dir else None
     return f"{head} | {state.line()}" if state else head
+
+
+def newest_progress(run_dir: Path) -> Path:
+    """The run's most recently written progress file: its own, or a sweep child's."""
+    found = [p for p in run_dir.rglob(PROGRESS_FILE) if p.is_file()]
+    return max(found, key=lambda p: p.stat().st_mtime, default=run_dir / PROGRESS_FILE)
 
 
 def summary(finished: Sequence[Finished], wall_s: float) -> str:
