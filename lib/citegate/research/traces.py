@@ -143,7 +143,8 @@ def traces_for(
     todo = [q for q in questions if q.id not in cached]
     n = worker_count(cfg.workers if workers is None else workers, len(todo))
     done_traces: list[RetrievalTrace | None] = [None] * len(todo)
-    with bar(total=len(todo), desc="retrieve", unit="q", disable=not progress or not todo) as meter:
+    desc = f"retrieve {'+'.join(cfg.corpora)}".strip()
+    with bar(total=len(todo), desc=desc, unit="q", disable=not progress or not todo) as meter:
         done: Iterator[tuple[int, RetrievalTrace]]
         if n <= 1:
             done = _collect_serial(conn, todo, cfg, embedder, reranker, exact_check)
