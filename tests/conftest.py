@@ -133,6 +133,8 @@ def promote_env(tmp_path: Path, demo_db: str, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("CITEGATE_VAR", str(tmp_path / "var"))
     prod = tmp_path / "production.yaml"
     shutil.copy(P.PRODUCTION, prod)
+    if (P.PRODUCTION.parent / "models").is_dir():  # the model files production names
+        shutil.copytree(P.PRODUCTION.parent / "models", tmp_path / "models")
     monkeypatch.setattr(P, "PRODUCTION", prod)
     guards = yaml.safe_load(P.GUARDS.read_text(encoding="utf-8"))
     guards["evaluation"]["limit"] = 6

@@ -171,7 +171,7 @@ def test_language_thresholds_override_only_their_language(tmp_path: Path) -> Non
 def test_new_fields_round_trip_through_yaml_replace_and_resolve(tmp_path: Path) -> None:
     c = PipelineConfig(
         gate="learned",
-        gate_model="gate_models/abababababab.json",
+        gate_model="models/gate-abababababab.json",
         gate_model_digest=DIGEST,
         language_thresholds={"ru": {"bail_out_score": 0.3, "sufficient_score": 0.5}},
     )

@@ -32,15 +32,18 @@ from citegate.core.redact import safe_mapping
 from citegate.corpus.questions import LABELS
 from citegate.evaluation import metrics as M
 from citegate.models.gate_model import LearnedGate
+from citegate.models.ltr.model import load_ltr
 from citegate.pipeline.decide import learned_decision
 from citegate.pipeline.signals import index_facts, note_texts
 from citegate.research.study import StudySet, load_study
 from citegate.store.db import connect
 from citegate.store.production import (
     GATE_MODEL_FILE,
-    GATE_MODELS_DIR,
+    LTR_MODEL_FILE,
+    MODELS_DIR,
     load_gate,
     load_gate_file,
+    load_reranker,
 )
 from citegate.tracking.promote_report import render, reported_metrics
 from citegate.tracking.runner import experiment_id, tracking_uri
@@ -419,6 +422,7 @@ class Recommended:
     facts: dict[str, Any]
     why: dict[str, Any] | None = None
     gate_model: bytes | None = None
+    ltr_model: bytes | None = None  # the LTR reranker's model file, when the config runs one
 
 
 def recommended_from_run(run_id: str) -> Recommended:
@@ -440,6 +444,7 @@ def recommended_from_run(run_id: str) -> Recommended:
         why_file = _artifact(run_id, "recommendation.json", tmp)
         why = _read_json(why_file) if why_file is not None else None
         model = _run_gate_model(run_id, cfg, tmp) if cfg.gate == "learned" else None
+        ltr = _run_ltr_model(run_id, cfg, tmp)
     facts = {
         "source_run": run_id,
         "experiment": run.data.tags.get("experiment", ""),
@@ -451,7 +456,7 @@ def recommended_from_run(run_id: str) -> Recommended:
         "run_reranker": run.data.tags.get("reranker", ""),  # what the study itself ranked with
     }
     facts["question_sets"] = {d.dataset.name: d.dataset.digest for d in run.inputs.dataset_inputs}
-    return Recommended(cfg, facts, why, model)
+    return Recommended(cfg, facts, why, model, ltr)
 
 
 def _artifact(run_id: str, name: str, tmp: str) -> Path | None:
@@ -493,6 +498,26 @@ def _run_gate_model(run_id: str, cfg: PipelineConfig, tmp: str) -> bytes:
             f"{cfg.gate_model_digest[:12]}…; the model file was altered"
         )
     load_gate_file(local, found, cfg)  # a model production could not run is refused here
+    return data
+
+
+def _run_ltr_model(run_id: str, cfg: PipelineConfig, tmp: str) -> bytes | None:
+    """The bytes of the LTR model a run's config runs (its `reranker_model` artifact), digest
+    and contents checked; None when the config runs no LTR reranker. A config that runs one
+    without carrying its file is refused: a fresh clone could not answer through it."""
+    if not cfg.reranker.startswith("ltr/"):
+        return None
+    if not cfg.reranker_model:
+        raise ConfigError(
+            f"run {run_id} recommends reranker {cfg.reranker} but carries no model file for it "
+            f"({LTR_MODEL_FILE}): production could not run it on a fresh clone; re-run the "
+            "experiment on this version"
+        )
+    local = _artifact(run_id, cfg.reranker_model, tmp)
+    if local is None:
+        raise ConfigError(f"run {run_id} names {cfg.reranker_model} but has no such artifact")
+    data = local.read_bytes()
+    load_ltr(cfg.reranker, local, cfg.reranker_model_digest)  # digest and format checked here
     return data
 
 
@@ -594,15 +619,16 @@ def promote(
     """Evaluate the run's recommended config against production; write and register it if it
     passes the guards (or is forced with a reason) and its certificate holds for every kind.
 
-    A learned gate's model file (the run's `gate_model.json`) is promoted with it: the new
-    production file names `gate_models/<digest12>.json` next to itself, with its digest."""
+    Every model file the config needs is promoted with it (the run's `gate_model.json`, and
+    `ltr_model.json` when it runs the LTR reranker): the new production file names
+    `models/gate-<digest12>.json` and `models/ltr-<digest12>.json` next to itself, with digests."""
     evaluation, guards = load_guards(guards_path)
     rec = recommended_from_run(run_id)
     checks = certificate_checks(rec.why)
     cand_cfg, cand_gate = _promoted_config(rec)
     prod_doc = read_production(PRODUCTION)
     prod_cfg = PipelineConfig.from_dict(prod_doc["pipeline"])
-    cand_m = evaluate(cand_cfg, evaluation, gate=cand_gate)
+    cand_m = evaluate(_evaluation_config(cand_cfg, rec), evaluation, gate=cand_gate)
     prod_m = evaluate(prod_cfg, evaluation)
     passed, results = decide(guards, cand_m, prod_m, force, reason)
     certified = all(c.ok for c in checks)
@@ -618,26 +644,48 @@ def promote(
     )
     if dry_run:
         return decision
-    _record(decision, cand_cfg, rec.facts, int(prod_doc["version"]) + 1, rec.gate_model)
+    models = {cand_cfg.gate_model: rec.gate_model, cand_cfg.reranker_model: rec.ltr_model}
+    _record(decision, cand_cfg, rec.facts, int(prod_doc["version"]) + 1, models)
     return decision
 
 
 def _promoted_config(rec: Recommended) -> tuple[PipelineConfig, LearnedGate | None]:
-    """The config as production will hold it (a learned gate's model named by its content
-    address under gate_models/, with its digest) and the loaded model (None for other gates)."""
+    """The config as production will hold it (each model it needs named by its content address
+    under models/, with its digest) and the loaded gate model (None for other gates)."""
+    cfg = rec.config
+    if rec.ltr_model is not None:
+        digest = hashlib.sha256(rec.ltr_model).hexdigest()
+        cfg = cfg.replace(reranker_model=model_name("ltr", digest), reranker_model_digest=digest)
     if rec.gate_model is None:
-        return rec.config, None
+        return cfg, None
     digest = hashlib.sha256(rec.gate_model).hexdigest()
-    cfg = rec.config.replace(gate_model=gate_model_name(digest), gate_model_digest=digest)
+    cfg = cfg.replace(gate_model=model_name("gate", digest), gate_model_digest=digest)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / GATE_MODEL_FILE
         path.write_bytes(rec.gate_model)
         return cfg, load_gate_file(path, digest, cfg)
 
 
+def model_name(kind: str, digest: str) -> str:
+    """Where production keeps a model (`kind`: gate or ltr), relative to the production file."""
+    return f"{MODELS_DIR}/{kind}-{digest[:12]}.json"
+
+
 def gate_model_name(digest: str) -> str:
     """Where production keeps a learned gate's model, relative to the production file."""
-    return f"{GATE_MODELS_DIR}/{digest[:12]}.json"
+    return model_name("gate", digest)
+
+
+def _evaluation_config(cfg: PipelineConfig, rec: Recommended) -> PipelineConfig:
+    """`cfg` pointed at a copy of the candidate's LTR model outside the repository (under
+    var/models/candidates/, content-addressed), so a dry run or a refused promotion writes
+    nothing under experiments/ and still scores with the very file it would commit."""
+    if rec.ltr_model is None:
+        return cfg
+    path = paths.var_dir() / "models" / "candidates" / Path(cfg.reranker_model).name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(rec.ltr_model)
+    return cfg.replace(reranker_model=str(path.resolve()))
 
 
 def accepted_on_block(measured: dict[str, dict[str, float]]) -> dict[str, Any]:
@@ -658,7 +706,7 @@ def _record(
     cfg: PipelineConfig,
     facts: dict[str, Any],
     version: int,
-    gate_model: bytes | None = None,
+    models: dict[str, bytes | None] | None = None,
 ) -> None:
     client = _client()
     previous = _ensure_current_registered(client) if decision.accepted else None
@@ -683,10 +731,11 @@ def _record(
     _write_report(report, "promote")
     if not decision.accepted:
         return
-    if gate_model is not None:  # content-addressed: an older model file is never overwritten
-        target = PRODUCTION.parent / cfg.gate_model
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(gate_model)
+    for name, data in (models or {}).items():  # content-addressed: never another model's file
+        if name and data is not None:
+            target = PRODUCTION.parent / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
     PRODUCTION.write_text(text, encoding="utf-8")
     new = _register(client, run, "promote", tags)
     client.set_registered_model_alias(REGISTERED_NAME, "production", new.version)
@@ -702,7 +751,10 @@ def rollback() -> tuple[str, str]:
         raise ConfigError("nothing to roll back to: the registry has no 'previous' version")
     text = _version_text(previous)
     restored = PipelineConfig.from_dict(yaml.safe_load(text)["pipeline"])  # never an invalid file
-    if restored.gate == "learned":  # its model file stayed in gate_models/: check it is intact
+    # Its model files stayed in models/ (content-addressed, never removed): check they are intact.
+    if restored.reranker_model:
+        load_reranker(restored, PRODUCTION.parent)
+    if restored.gate == "learned":
         load_gate(restored, PRODUCTION.parent)
     PRODUCTION.write_text(text, encoding="utf-8")
     tags = {
