@@ -469,15 +469,20 @@ def transfer_table(
 
 
 def certify(
-    scores: np.ndarray, frame: pd.DataFrame, alpha: float, delta: float, kinds: Sequence[str]
+    scores: np.ndarray,
+    frame: pd.DataFrame,
+    alpha: float,
+    delta: float,
+    kinds: Sequence[str],
+    units: np.ndarray | None = None,
 ) -> CertifiedKinds:
     """The certified threshold of `scores` on calibration rows `frame` (raw labels): per kind
     present, answerable vs that kind at δ/m (Bonferroni over the m kinds; `evaluation.certify`),
-    the strictest kind's threshold."""
+    the strictest kind's threshold; with `units` (one per row) negatives count per unit."""
     labels = frame["label"].to_numpy()
     present = [k for k in kinds if (labels == k).any()]
     by_kind = {k: _kind_labels(labels, k) for k in present}
-    return certify_kinds(np.asarray(scores, dtype=float), by_kind, alpha, delta)
+    return certify_kinds(np.asarray(scores, dtype=float), by_kind, alpha, delta, units=units)
 
 
 def _kind_labels(labels: np.ndarray, kind: str) -> np.ndarray:
