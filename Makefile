@@ -26,6 +26,9 @@ run: $(STAMP) ## The main job: ingest the demo corpora, check the data, train th
 	$(BIN)/citegate data check
 	$(BIN)/citegate ltr train --limit 300 --if-stale
 	$(BIN)/citegate run $(EXPERIMENTS)
+	@# Would production take experiment 05's newest gate? ACCEPTED, or the guard that failed
+	@# (exit 1, a refusal, does not fail the run; exit 2, an error, does).
+	$(BIN)/citegate promote --dry-run --latest 05_gate_signals; rc=$$?; [ $$rc -le 1 ]
 	@echo "reports: var/runs/index.html"
 
 run-full: $(STAMP) ## Like `run`, on the full question sets (slow: every question is retrieved once, then cached)

@@ -521,6 +521,23 @@ def _run_ltr_model(run_id: str, cfg: PipelineConfig, tmp: str) -> bytes | None:
     return data
 
 
+def latest_run(experiment: str) -> str:
+    """The id of the newest FINISHED top-level run of experiment `experiment` (e.g.
+    05_gate_signals); a ConfigError naming it when there is none."""
+    client = _client()
+    exp = client.get_experiment_by_name(f"citegate/{experiment}")
+    runs = [] if exp is None else client.search_runs(
+        [exp.experiment_id],
+        filter_string="attributes.status = 'FINISHED'",
+        order_by=["attributes.start_time DESC"],
+        max_results=20,
+    )  # fmt: skip
+    top = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    if not top:
+        raise ConfigError(f"no FINISHED run of experiment {experiment!r}: run it first")
+    return str(top[0].info.run_id)
+
+
 def _client() -> Any:
     import mlflow
 
