@@ -484,7 +484,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 def _run_gate_model(run_id: str, cfg: PipelineConfig, tmp: str) -> bytes:
     """The bytes of the learned gate a run's config names, its digest and contents checked."""
     name = cfg.gate_model or GATE_MODEL_FILE
-    local = _artifact(run_id, name, tmp)
+    local = _model_file(run_id, name, cfg.gate_model_digest, tmp)
     if local is None:
         raise ConfigError(
             f"run {run_id} recommends gate=learned but has no {name} artifact (experiment 05 "
@@ -501,6 +501,24 @@ def _run_gate_model(run_id: str, cfg: PipelineConfig, tmp: str) -> bytes:
     return data
 
 
+def _model_file(run_id: str, name: str, digest: str, tmp: str) -> Path | None:
+    """A model file a run's config names: the run's own artifact, else (a config that kept a
+    model production already runs, e.g. experiment 03 tuning thresholds on top of production)
+    the committed file of that name next to the production file, when its digest matches."""
+    local = _artifact(run_id, name, tmp)
+    if local is not None:
+        return local
+    committed = PRODUCTION.parent / name
+    if (
+        digest
+        and Path(name).parts[:1] == (MODELS_DIR,)
+        and committed.is_file()
+        and hashlib.sha256(committed.read_bytes()).hexdigest() == digest
+    ):
+        return committed
+    return None
+
+
 def _run_ltr_model(run_id: str, cfg: PipelineConfig, tmp: str) -> bytes | None:
     """The bytes of the LTR model a run's config runs (its `reranker_model` artifact), digest
     and contents checked; None when the config runs no LTR reranker. A config that runs one
@@ -513,9 +531,12 @@ def _run_ltr_model(run_id: str, cfg: PipelineConfig, tmp: str) -> bytes | None:
             f"({LTR_MODEL_FILE}): production could not run it on a fresh clone; re-run the "
             "experiment on this version"
         )
-    local = _artifact(run_id, cfg.reranker_model, tmp)
+    local = _model_file(run_id, cfg.reranker_model, cfg.reranker_model_digest, tmp)
     if local is None:
-        raise ConfigError(f"run {run_id} names {cfg.reranker_model} but has no such artifact")
+        raise ConfigError(
+            f"run {run_id} names {cfg.reranker_model} but has no such artifact, and production "
+            "holds no such model"
+        )
     data = local.read_bytes()
     load_ltr(cfg.reranker, local, cfg.reranker_model_digest)  # digest and format checked here
     return data
