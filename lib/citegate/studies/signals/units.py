@@ -1,7 +1,7 @@
 """Experiment 05's certificate over independent units, beside the per-question one.
 
 The per-question certificate (`compute.certified_points`) counts calibration negatives as
-independent questions; questions written about one verse (gita) or one paragraph (xquad) are not.
+independent questions; questions written about one verse (gita) or one article (xquad) are not.
 Here every gate is certified again with the question GROUP as the exchangeable unit
 (`evaluation.certify`, `units=`): a group counts once, as a false answer when any of its negative
 questions is answered. The assumption, stated once for the report: calibration groups are
@@ -30,7 +30,7 @@ from citegate.studies.signals.compute import (
 from citegate.studies.signals.report import ALL, PRODUCTION_GATE, RAW, _a, short
 
 ASSUMPTION = (
-    "The per-unit certificate treats each question group (a verse, an article's paragraph) as "
+    "The per-unit certificate treats each question group (a gita verse, an XQuAD article) as "
     "one exchangeable unit, answered falsely when any of its negative questions is answered; "
     "questions inside a group may depend on each other in any way."
 )
@@ -131,11 +131,14 @@ def unit_lines(levels: pd.DataFrame, alpha: float, negative: str = NEGATIVES[0])
 def _level_text(r: Mapping[str, object], level: str, units: str, alpha: float) -> str:
     bound = float(r[f"bound ({level})"])  # type: ignore[arg-type]
     ok = bound <= alpha + 1e-12
-    return (
-        f"per {level} {'certified' if ok else 'not certified'} (bound {bound:.3f} over "
-        f"{int(r[f'n_neg cal ({level})'])} {units}, test answer rate "  # type: ignore[call-overload]
-        f"{float(r[f'answer rate ({level})']):.3f})"  # type: ignore[arg-type]
+    answers = (
+        f"test answer rate {float(r[f'answer rate ({level})']):.3f}"  # type: ignore[arg-type]
+        if ok
+        else "so the gate answers nothing"
     )
+    n = int(r[f"n_neg cal ({level})"])  # type: ignore[call-overload]
+    what = "bound" if ok else "the strictest threshold's bound"
+    return f"per {level} {'certified' if ok else 'not certified'} ({what} {bound:.3f} over {n} {units}, {answers})"
 
 
 __all__ = ["ASSUMPTION", "levels_table", "unit_lines", "unit_metrics", "unit_points"]
