@@ -98,16 +98,21 @@ def load_reranker(cfg: PipelineConfig, base: Path | None = None) -> Reranker:
     if not cfg.reranker_model:
         return make_reranker(cfg.reranker)
     path = reranker_model_path(cfg, base).resolve()
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise ConfigError(
-            f"{path}: the LTR reranker's model file is missing ({exc.strerror or exc}); "
-            "promote the run that trained it"
-        ) from exc
+    st = _stat_model(path, "the LTR reranker's")
     return _cached_ltr(
         cfg.reranker, str(path), cfg.reranker_model_digest, st.st_mtime_ns, st.st_size
     )
+
+
+def _stat_model(path: Path, whose: str) -> os.stat_result:
+    """The model file's stat (its mtime and size key the caches), or a ConfigError naming it."""
+    try:
+        return os.stat(path)
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: {whose} model file is missing ({exc.strerror or exc}); "
+            "promote the run that trained it"
+        ) from exc
 
 
 @lru_cache(maxsize=8)
@@ -122,13 +127,7 @@ def load_gate(cfg: PipelineConfig, base: Path | None = None) -> LearnedGate:
     if cfg.gate != "learned":
         raise ConfigError(f"config gate is {cfg.gate!r}, not learned: it names no gate model")
     path = gate_model_path(cfg, base).resolve()
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise ConfigError(
-            f"{path}: the learned gate's model file is missing ({exc.strerror or exc}); "
-            "promote the run that trained it"
-        ) from exc
+    st = _stat_model(path, "the learned gate's")
     return _cached_gate(str(path), cfg.gate_model_digest, cfg.reranker, st.st_mtime_ns, st.st_size)
 
 

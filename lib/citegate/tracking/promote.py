@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import getpass
-import hashlib
 import json
 import tempfile
 from collections.abc import Iterator
@@ -32,18 +31,20 @@ from citegate.core.redact import safe_mapping
 from citegate.corpus.questions import LABELS
 from citegate.evaluation import metrics as M
 from citegate.models.gate_model import LearnedGate
-from citegate.models.ltr.model import load_ltr
 from citegate.pipeline.decide import learned_decision
 from citegate.pipeline.signals import index_facts, note_texts
 from citegate.research.study import StudySet, load_study
 from citegate.store.db import connect
 from citegate.store.production import (
-    GATE_MODEL_FILE,
-    LTR_MODEL_FILE,
-    MODELS_DIR,
     load_gate,
-    load_gate_file,
     load_reranker,
+)
+from citegate.tracking.promote_models import (
+    artifact,
+    evaluation_config,
+    promoted_config,
+    run_gate_model,
+    run_ltr_model,
 )
 from citegate.tracking.promote_report import render, reported_metrics
 from citegate.tracking.runner import experiment_id, tracking_uri
@@ -437,14 +438,16 @@ def recommended_from_run(run_id: str) -> Recommended:
     except Exception as exc:  # noqa: BLE001 - MlflowException for an unknown id
         raise ConfigError(f"no MLflow run {run_id!r} in the tracking store") from exc
     with tempfile.TemporaryDirectory() as tmp:
-        local = _artifact(run_id, "recommended_config.yaml", tmp)
+        local = artifact(run_id, "recommended_config.yaml", tmp)
         if local is None:
             raise ConfigError(f"run {run_id} has no recommended_config.yaml artifact")
         cfg = load_config(local)
-        why_file = _artifact(run_id, "recommendation.json", tmp)
+        why_file = artifact(run_id, "recommendation.json", tmp)
         why = _read_json(why_file) if why_file is not None else None
-        model = _run_gate_model(run_id, cfg, tmp) if cfg.gate == "learned" else None
-        ltr = _run_ltr_model(run_id, cfg, tmp)
+        model = (
+            run_gate_model(run_id, cfg, tmp, PRODUCTION.parent) if cfg.gate == "learned" else None
+        )
+        ltr = run_ltr_model(run_id, cfg, tmp, PRODUCTION.parent)
     facts = {
         "source_run": run_id,
         "experiment": run.data.tags.get("experiment", ""),
@@ -459,18 +462,6 @@ def recommended_from_run(run_id: str) -> Recommended:
     return Recommended(cfg, facts, why, model, ltr)
 
 
-def _artifact(run_id: str, name: str, tmp: str) -> Path | None:
-    """The local copy of one artifact of a run, None when the run has no such file."""
-    import mlflow
-
-    try:
-        return Path(
-            mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=name, dst_path=tmp)
-        )
-    except Exception:  # noqa: BLE001 - mlflow raises several types for a missing file
-        return None
-
-
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -478,67 +469,6 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path.name}: not readable JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{path.name}: expected a JSON object")
-    return data
-
-
-def _run_gate_model(run_id: str, cfg: PipelineConfig, tmp: str) -> bytes:
-    """The bytes of the learned gate a run's config names, its digest and contents checked."""
-    name = cfg.gate_model or GATE_MODEL_FILE
-    local = _model_file(run_id, name, cfg.gate_model_digest, tmp)
-    if local is None:
-        raise ConfigError(
-            f"run {run_id} recommends gate=learned but has no {name} artifact (experiment 05 "
-            "writes it into the run folder)"
-        )
-    data = local.read_bytes()
-    found = hashlib.sha256(data).hexdigest()
-    if cfg.gate_model_digest and found != cfg.gate_model_digest:
-        raise ConfigError(
-            f"run {run_id}: {name} has digest {found[:12]}…, its config says "
-            f"{cfg.gate_model_digest[:12]}…; the model file was altered"
-        )
-    load_gate_file(local, found, cfg)  # a model production could not run is refused here
-    return data
-
-
-def _model_file(run_id: str, name: str, digest: str, tmp: str) -> Path | None:
-    """A model file a run's config names: the run's own artifact, else (a config that kept a
-    model production already runs, e.g. experiment 03 tuning thresholds on top of production)
-    the committed file of that name next to the production file, when its digest matches."""
-    local = _artifact(run_id, name, tmp)
-    if local is not None:
-        return local
-    committed = PRODUCTION.parent / name
-    if (
-        digest
-        and Path(name).parts[:1] == (MODELS_DIR,)
-        and committed.is_file()
-        and hashlib.sha256(committed.read_bytes()).hexdigest() == digest
-    ):
-        return committed
-    return None
-
-
-def _run_ltr_model(run_id: str, cfg: PipelineConfig, tmp: str) -> bytes | None:
-    """The bytes of the LTR model a run's config runs (its `reranker_model` artifact), digest
-    and contents checked; None when the config runs no LTR reranker. A config that runs one
-    without carrying its file is refused: a fresh clone could not answer through it."""
-    if not cfg.reranker.startswith("ltr/"):
-        return None
-    if not cfg.reranker_model:
-        raise ConfigError(
-            f"run {run_id} recommends reranker {cfg.reranker} but carries no model file for it "
-            f"({LTR_MODEL_FILE}): production could not run it on a fresh clone; re-run the "
-            "experiment on this version"
-        )
-    local = _model_file(run_id, cfg.reranker_model, cfg.reranker_model_digest, tmp)
-    if local is None:
-        raise ConfigError(
-            f"run {run_id} names {cfg.reranker_model} but has no such artifact, and production "
-            "holds no such model"
-        )
-    data = local.read_bytes()
-    load_ltr(cfg.reranker, local, cfg.reranker_model_digest)  # digest and format checked here
     return data
 
 
@@ -663,10 +593,10 @@ def promote(
     evaluation, guards = load_guards(guards_path)
     rec = recommended_from_run(run_id)
     checks = certificate_checks(rec.why)
-    cand_cfg, cand_gate = _promoted_config(rec)
+    cand_cfg, cand_gate = promoted_config(rec.config, rec.gate_model, rec.ltr_model)
     prod_doc = read_production(PRODUCTION)
     prod_cfg = PipelineConfig.from_dict(prod_doc["pipeline"])
-    cand_m = evaluate(_evaluation_config(cand_cfg, rec), evaluation, gate=cand_gate)
+    cand_m = evaluate(evaluation_config(cand_cfg, rec.ltr_model), evaluation, gate=cand_gate)
     prod_m = evaluate(prod_cfg, evaluation)
     passed, results = decide(guards, cand_m, prod_m, force, reason)
     certified = all(c.ok for c in checks)
@@ -685,45 +615,6 @@ def promote(
     models = {cand_cfg.gate_model: rec.gate_model, cand_cfg.reranker_model: rec.ltr_model}
     _record(decision, cand_cfg, rec.facts, int(prod_doc["version"]) + 1, models)
     return decision
-
-
-def _promoted_config(rec: Recommended) -> tuple[PipelineConfig, LearnedGate | None]:
-    """The config as production will hold it (each model it needs named by its content address
-    under models/, with its digest) and the loaded gate model (None for other gates)."""
-    cfg = rec.config
-    if rec.ltr_model is not None:
-        digest = hashlib.sha256(rec.ltr_model).hexdigest()
-        cfg = cfg.replace(reranker_model=model_name("ltr", digest), reranker_model_digest=digest)
-    if rec.gate_model is None:
-        return cfg, None
-    digest = hashlib.sha256(rec.gate_model).hexdigest()
-    cfg = cfg.replace(gate_model=model_name("gate", digest), gate_model_digest=digest)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / GATE_MODEL_FILE
-        path.write_bytes(rec.gate_model)
-        return cfg, load_gate_file(path, digest, cfg)
-
-
-def model_name(kind: str, digest: str) -> str:
-    """Where production keeps a model (`kind`: gate or ltr), relative to the production file."""
-    return f"{MODELS_DIR}/{kind}-{digest[:12]}.json"
-
-
-def gate_model_name(digest: str) -> str:
-    """Where production keeps a learned gate's model, relative to the production file."""
-    return model_name("gate", digest)
-
-
-def _evaluation_config(cfg: PipelineConfig, rec: Recommended) -> PipelineConfig:
-    """`cfg` pointed at a copy of the candidate's LTR model outside the repository (under
-    var/models/candidates/, content-addressed), so a dry run or a refused promotion writes
-    nothing under experiments/ and still scores with the very file it would commit."""
-    if rec.ltr_model is None:
-        return cfg
-    path = paths.var_dir() / "models" / "candidates" / Path(cfg.reranker_model).name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(rec.ltr_model)
-    return cfg.replace(reranker_model=str(path.resolve()))
 
 
 def accepted_on_block(measured: dict[str, dict[str, float]]) -> dict[str, Any]:

@@ -514,10 +514,15 @@ def certified_points(
     cal_share: float,
     negatives: Sequence[str] = NEGATIVES,
     production_kind: str = "logistic",
+    *,
+    per_group: bool = False,
 ) -> list[GatePoint]:
     """Per corpus and α: the learned (logistic) gate certified on the calibration part of tune
-    (groups disjoint from its fit part), and max cosine alone certified on all of tune."""
+    (groups disjoint from its fit part), and max cosine alone certified on all of tune. With
+    `per_group`, negatives count per question group (the certificate over independent units,
+    `studies.signals.units`; `calibrated_on` says so)."""
     out = []
+    per = " (per question group)" if per_group else ""
     for corpus, g in frame.groupby("corpus", sort=False):
         _, cal = tune_parts(g, cal_share)
         tune = g[g["split"] == "tune"]
@@ -528,8 +533,9 @@ def certified_points(
         )
         for alpha in alphas:
             for name, scores, rows, where in pairs:
-                cert = certify(scores, rows, alpha, delta, negatives)
-                out.append(GatePoint(str(corpus), name, alpha, delta, cert, where))
+                units = rows["group"].astype(str).to_numpy() if per_group else None
+                cert = certify(scores, rows, alpha, delta, negatives, units=units)
+                out.append(GatePoint(str(corpus), name, alpha, delta, cert, where + per))
     return out
 
 

@@ -22,19 +22,17 @@ from citegate.studies.signals.compute import (
     NEGATIVES,
     FittedGate,
     GatePoint,
-    certify,
-    learned_name,
+    certified_points,
     min_clean_n,
-    tune_parts,
 )
-from citegate.studies.signals.report import ALL, PRODUCTION_GATE, RAW, _a, short
+from citegate.studies.signals.report import ALL, PRODUCTION_GATE, RAW, certified_metrics
 
 ASSUMPTION = (
     "The per-unit certificate treats each question group (a gita verse, an XQuAD article) as "
     "one exchangeable unit, answered falsely when any of its negative questions is answered; "
     "questions inside a group may depend on each other in any way."
 )
-UNIT_SUFFIX = " (per question group)"
+UNIT = "_unit"  # metric-name suffix of the per-unit certificate
 
 
 def unit_points(
@@ -44,25 +42,9 @@ def unit_points(
     delta: float,
     cal_share: float,
     negatives: Sequence[str] = NEGATIVES,
-    production_kind: str = "logistic",
 ) -> list[GatePoint]:
-    """`compute.certified_points` with the question group as the unit: the learned gate on the
-    calibration part of tune, max cosine on all of tune (the same rows as there)."""
-    out = []
-    for corpus, g in frame.groupby("corpus", sort=False):
-        _, cal = tune_parts(g, cal_share)
-        tune = g[g["split"] == "tune"]
-        gate = gates[(str(corpus), production_kind)]
-        pairs = (
-            (learned_name(production_kind), gate.score(cal), cal, "tune calibration part"),
-            ("max_cosine", tune["max_cosine"].to_numpy(float), tune, "all of tune"),
-        )
-        for alpha in alphas:
-            for name, scores, rows, where in pairs:
-                units = rows["group"].astype(str).to_numpy()
-                cert = certify(scores, rows, alpha, delta, negatives, units=units)
-                out.append(GatePoint(str(corpus), name, alpha, delta, cert, where + UNIT_SUFFIX))
-    return out
+    """`compute.certified_points` with the question group as the unit (the same rows)."""
+    return certified_points(frame, gates, alphas, delta, cal_share, negatives, per_group=True)
 
 
 _KEEP = ["threshold", "bound", "n_neg cal", "answer rate", "false-answer rate", "FA high"]
@@ -84,23 +66,9 @@ def levels_table(by_question: pd.DataFrame, by_unit: pd.DataFrame) -> pd.DataFra
 
 
 def unit_metrics(by_unit: pd.DataFrame, alphas: Sequence[float]) -> dict[str, float]:
-    """MLflow metrics of the per-unit certificates: `<corpus>_<gate>_<a>_unit_bound_<kind>`,
-    `..._unit_answer_rate` (and per language, vs the first kind) on the test split."""
-    out: dict[str, float] = {}
-    for r in by_unit[by_unit["labels"] == RAW].to_dict("records"):
-        if (
-            r["gate"] not in (PRODUCTION_GATE, "max_cosine")
-            or not np.isclose(alphas, r["alpha"]).any()
-        ):
-            continue
-        g = "learned" if r["gate"] == PRODUCTION_GATE else "max_cosine"
-        head = f"{short(r['corpus'])}_{g}_{_a(r['alpha'])}_unit"
-        if r["language"] == ALL:
-            out[f"{head}_answer_rate"] = r["answer rate"]
-            out[f"{head}_bound_{r['negatives']}"] = r["bound"]
-            out[f"{head}_n_units_{r['negatives']}"] = r["n_neg cal"]
-        elif r["negatives"] == NEGATIVES[0]:
-            out[f"{head}_answer_rate_{r['language']}"] = r["answer rate"]
+    """MLflow metrics of the per-unit certificates (`report.certified_metrics` with "_unit":
+    bound, n units, answer rate, realised false answers on test)."""
+    out = certified_metrics(by_unit, alphas, UNIT)
     return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(float(v))}
 
 
