@@ -32,13 +32,18 @@ venv: $(STAMP) ## Create/refresh the project virtualenv (pinned versions from py
 EXPERIMENTS := $(sort $(wildcard experiments/[0-9][0-9]_*.yaml)) $(sort $(wildcard experiments/arms/*.yaml))
 
 run: $(STAMP) ## The main job: ingest the demo corpora, check the data, train the LTR reranker, run every experiment
+	@# Would production take experiment 05's newest gate? ACCEPTED, or the guard that failed
+	@# (exit 1, a refusal, does not fail the run; exit 2, an error, does).
 	@start=$$(date +%s); \
 	$(BIN)/citegate ingest --corpus gita xquad gita-split xquad-split && \
 	$(BIN)/citegate data check && \
 	$(BIN)/citegate ltr train --limit 300 --if-stale && \
 	$(BIN)/citegate run $(EXPERIMENTS); rc=$$?; \
+	if [ $$rc -eq 0 ]; then \
+	  $(BIN)/citegate promote --dry-run --latest 05_gate_signals; p=$$?; [ $$p -le 1 ] || rc=$$p; \
+	fi; \
 	echo "make run: $$(( $$(date +%s) - start )) s after the virtualenv (ingest, data check, LTR," \
-	  "experiments), exit $$rc; reports: var/runs/index.html"; exit $$rc
+	  "experiments, promotion dry run), exit $$rc; reports: var/runs/index.html"; exit $$rc
 
 run-full: $(STAMP) ## Like `run`, on the full question sets (slow: every question is retrieved once, then cached)
 	$(BIN)/citegate ingest --corpus gita xquad gita-split xquad-split

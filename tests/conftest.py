@@ -126,13 +126,16 @@ def demo(demo_db: str) -> Iterator[psycopg.Connection]:
 
 @pytest.fixture()
 def promote_env(tmp_path: Path, demo_db: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """For promotion tests: the demo database, a throwaway MLflow store and run folder, a copy of
-    production.yaml (returned) and a guards file evaluating 6 questions per label."""
+    """For promotion tests: the demo database, a throwaway MLflow store and run folder, a
+    coverage-gate production file (returned; tests/fixtures/production_coverage.yaml) and a
+    guards file evaluating 6 questions per label."""
     monkeypatch.setenv("DATABASE_URL", demo_db)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     monkeypatch.setenv("CITEGATE_VAR", str(tmp_path / "var"))
     prod = tmp_path / "production.yaml"
-    shutil.copy(P.PRODUCTION, prod)
+    # A fixed coverage-gate production (version 2 as shipped before the learned gate), not the
+    # committed file: what these tests promote against must not change with each promotion.
+    shutil.copy(Path(__file__).parent / "fixtures" / "production_coverage.yaml", prod)
     monkeypatch.setattr(P, "PRODUCTION", prod)
     guards = yaml.safe_load(P.GUARDS.read_text(encoding="utf-8"))
     guards["evaluation"]["limit"] = 6

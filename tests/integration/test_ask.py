@@ -129,7 +129,10 @@ def test_ask_answer_with_a_dead_server_is_a_model_error(
 ) -> None:
     corpus = request.getfixturevalue("tiny_corpus") if populated else "gita"
     kill_the_model_server(monkeypatch)
-    code = main(["ask", "Why does Arjuna lay down his bow?", "--answer", "--corpus", corpus])
+    # The design numbers: the coverage gate passes the tiny corpus to the outline planner (the
+    # production gate may decline first, which would test the fallback's call instead).
+    ask = ["ask", "Why does Arjuna lay down his bow?", "--answer", "--corpus", corpus, "--design"]
+    code = main(ask)
     out, err = capsys.readouterr()
     assert code == 2
     assert err.startswith("citegate: error: model error") and "Connection refused" in err
@@ -208,12 +211,16 @@ def test_ask_answers_with_the_chosen_config(
         main(["ask", "What does BG 2.13 say about the soul?", *flags])
     production = read_production()["pipeline"]
     expected = {
-        "production": (production["sufficient_score"], production["bail_out_score"]),
-        "design": (0.55, 0.40),
-        "PATH": (0.61, 0.3),
+        "production": (
+            production["sufficient_score"],
+            production["bail_out_score"],
+            production["gate"],
+        ),
+        "design": (0.55, 0.40, "coverage"),
+        "PATH": (0.61, 0.3, "coverage"),
     }[source]
-    assert (seen["cfg"].sufficient_score, seen["cfg"].bail_out_score) == expected
-    assert production["sufficient_score"] != 0.55  # the two configs really differ
+    assert (seen["cfg"].sufficient_score, seen["cfg"].bail_out_score, seen["cfg"].gate) == expected
+    assert production["gate"] != DESIGN.gate  # the two configs really differ
 
 
 def test_config_and_design_exclude_each_other(capsys: pytest.CaptureFixture[str]) -> None:

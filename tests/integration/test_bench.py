@@ -91,13 +91,23 @@ def test_every_part_reports_finite_numbers(result: dict) -> None:
     assert finite(rep["vector_over_retrieve_warm"]) and rep["vector_equals_scalar"] == 1.0
     env = result["environment"]
     assert env["postgresql"] and env["pgvector"] != "missing" and env["cpu_count"]
+    gate = result["gate"]  # production ships the learned gate: both gates timed, same reranker
+    assert gate["questions"] == 3 and gate["reranker"].startswith("ltr/")
+    assert finite(gate["learned_over_coverage"]) and gate["learned_p50_ms"] > 0
     assert set(result["goals"]) == set(bench.GOALS)
 
 
 def test_report_and_json(result: dict, tmp_path: Path) -> None:
     text = bench.render(result)
     assert "ingest / raw (median of per-pair ratios)" in text and "every pair's ratio" in text
-    for title in ("1. Ingest", "2. Dense lane", "3. retrieve()", "4. replay()", "5. Environment"):
+    for title in (
+        "1. Ingest",
+        "2. Dense lane",
+        "3. retrieve()",
+        "4. replay()",
+        "4b.",
+        "5. Environment",
+    ):
         assert title in text
     out = tmp_path / "b" / "bench.json"
     bench.write_json(result, out)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import math
 import random
 from dataclasses import replace
@@ -167,17 +169,37 @@ def test_trained_model_ranks_the_relevant_candidate_first(tiny_model: LTRReranke
     assert tiny_model.score(q, []) == []
 
 
-def test_pickle_round_trip(
+def test_json_round_trip(
+    tiny_model: LTRReranker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CITEGATE_VAR", str(tmp_path))
+    path = save_ltr(tiny_model, run={"trained_at": "now"})
+    assert path == tmp_path / "models" / "ltr-tiny.json"
+    assert json.loads(path.read_text())["kind"] == "citegate.ltr_model"  # data, not a pickle
+    again = load_ltr("ltr/tiny")
+    assert again.id == "ltr/tiny" and again.meta == tiny_model.meta
+    assert again.cache_id == tiny_model.cache_id == f"ltr/tiny@{tiny_model.version}"
+    assert again.digest == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert load_ltr("ltr/tiny", digest=again.digest).digest == again.digest
+    cands = [c for item in synthetic_items(3, seed=7) for c in item[3]]
+    assert again.score("alpha beta gamma", cands) == tiny_model.score("alpha beta gamma", cands)
+
+
+def test_an_altered_or_foreign_model_file_is_refused(
     tiny_model: LTRReranker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CITEGATE_VAR", str(tmp_path))
     path = save_ltr(tiny_model)
-    assert path == tmp_path / "models" / "ltr-tiny.pkl"
-    again = load_ltr("ltr/tiny")
-    assert again.id == "ltr/tiny" and again.meta == tiny_model.meta
-    assert again.cache_id == tiny_model.cache_id == f"ltr/tiny@{tiny_model.version}"
-    cands = [c for item in synthetic_items(3, seed=7) for c in item[3]]
-    assert again.score("alpha beta gamma", cands) == tiny_model.score("alpha beta gamma", cands)
+    with pytest.raises(ConfigError, match="differs from the expected"):
+        load_ltr("tiny", digest="0" * 64)
+    doc = json.loads(path.read_text())
+    doc["estimator"]["n_features"] = 3
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ConfigError, match="malformed LTR estimator"):
+        load_ltr("tiny")
+    path.write_bytes(b"\x80\x05pickle")
+    with pytest.raises(ConfigError, match="not a JSON LTR model"):
+        load_ltr("tiny")
 
 
 def test_missing_model_names_the_training_command(
@@ -291,7 +313,7 @@ def test_train_and_compare_on_a_small_xquad_sample(
     meta = ltr_training.train_ltr(
         demo, "t40", ("xquad",), emb, progress=False, limit=40, folds=3, store=store
     )
-    assert Path(meta["path"]) == tmp_path / "models" / "ltr-t40.pkl"
+    assert Path(meta["path"]) == tmp_path / "models" / "ltr-t40.json"
     assert meta["n_questions"] == 40 and meta["n_positive"] > 0
     assert meta["sets"][0]["name"] == "xquad" and len(meta["sets"][0]["digest"]) == 64
     df = compare_rerankers(
@@ -300,6 +322,14 @@ def test_train_and_compare_on_a_small_xquad_sample(
     assert list(df["reranker"]) == ["none", "ltr/t40"]
     assert (df["questions"] == 40).all()
     assert df["ndcg@10"].map(math.isfinite).all() and (df["pairs_per_s"] > 0).all()
+    # Deterministic: the same data, traces collected afresh into another cache, gives a
+    # byte-identical model file (what a promotion commits by digest).
+    first = Path(meta["path"]).read_bytes()
+    again = ltr_training.train_ltr(
+        demo, "t40", ("xquad",), emb, progress=False, limit=40, folds=3,
+        store=TraceStore(tmp_path / "traces2.sqlite"),
+    )  # fmt: skip
+    assert Path(again["path"]).read_bytes() == first and again["digest"] == meta["digest"]
 
 
 def test_pools_take_texts_by_id_and_flag_stale_traces() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,9 @@ from citegate.core.config import PipelineConfig, accepted_metrics, save_config
 from citegate.core.errors import ConfigError
 from citegate.evaluation import metrics as M
 from citegate.models.gate_model import LearnedGate
+from citegate.models.ltr.features import FEATURE_NAMES
+from citegate.models.ltr.fit import model_factories
+from citegate.models.ltr.model import LTRReranker
 from citegate.store import load_production_config
 from citegate.tracking import promote as P
 from citegate.tracking import promote_report
@@ -32,6 +36,7 @@ def crafted_run(
     tmp_path: Path,
     gate: LearnedGate | None = None,
     why: dict[str, object] | None = None,
+    artifacts: Path | None = None,
     **changes: object,
 ) -> str:
     """An MLflow run carrying a recommended_config.yaml, like notebook 03 leaves; with `gate`,
@@ -43,7 +48,9 @@ def crafted_run(
 
     mlflow.set_tracking_uri(tracking_uri())
     folder = tmp_path / f"art-{len(list(tmp_path.glob('art-*')))}"
-    folder.mkdir()
+    if artifacts is not None:
+        shutil.copytree(artifacts, folder)
+    folder.mkdir(exist_ok=True)
     if gate is not None:
         digest = gate.save(folder / "gate_model.json")
         changes = {"gate": "learned", "gate_model": "gate_model.json", "gate_model_digest": digest}
@@ -138,7 +145,7 @@ def test_a_learned_gate_is_promoted_with_its_model_and_answers_in_ask(
     assert "certificate out_of_corpus: bound 0.0310 ≤ alpha 0.05" in P.summary(decision)
     doc = P.read_production(env)["pipeline"]
     assert doc["gate"] == "learned" and doc["gate_model_digest"] == digest
-    assert doc["gate_model"] == f"gate_models/{digest[:12]}.json"
+    assert doc["gate_model"] == f"models/gate-{digest[:12]}.json"
     model_file = env.parent / doc["gate_model"]
     assert model_file.read_bytes() == (tmp_path / "expected.json").read_bytes()
     assert load_production_config(env, demo).gate == "learned"
@@ -185,7 +192,57 @@ def test_a_failing_certificate_refuses_the_promotion_naming_the_kind(
     assert json.loads(P.as_json(decision))["certificate"][0]["ok"] is False
     page = render(decision, {"source_run": run})
     assert "Certified false-answer bounds" in page and "<td>out_of_corpus</td>" in page
-    assert env.read_bytes() == before and not (env.parent / "gate_models").exists()
+    assert env.read_bytes() == before and not (env.parent / "models").exists()
+
+
+def random_ltr() -> LTRReranker:
+    """An LTR model fitted on random pair features (its ranking is noise: promotion is forced)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, len(FEATURE_NAMES)))
+    y = (X[:, 0] + rng.normal(size=300) > 0).astype(int)
+    return LTRReranker("default", model_factories()["logreg"]().fit(X, y), {"note": "test"})
+
+
+@pytest.mark.db
+def test_an_ltr_reranker_is_promoted_with_its_model_file(
+    env: Path, tmp_path: Path, demo: psycopg.Connection, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = env.read_bytes()
+    ltr = random_ltr()
+    folder = tmp_path / "ltr"
+    folder.mkdir()
+    (folder / "ltr_model.json").write_bytes(ltr.to_bytes())
+    carried = {
+        "reranker": "ltr/default",
+        "reranker_model": "ltr_model.json",
+        "reranker_model_digest": ltr.digest,
+    }
+    with pytest.raises(ConfigError, match="carries no model file"):
+        P.promote(crafted_run(tmp_path, reranker="ltr/default"), dry_run=True)
+    run = crafted_run(tmp_path, artifacts=folder, **carried)
+    dry = P.promote(run, dry_run=True, force=True, reason="test")
+    assert ("reranker", "none", "ltr/default") in dry.changes
+    assert not (env.parent / "models" / f"ltr-{ltr.version}.json").exists()  # a dry run writes none
+    decision = P.promote(run, force=True, reason="random ranking: test only")
+    assert decision.accepted
+    doc = P.read_production(env)["pipeline"]
+    assert doc["reranker_model"] == f"models/ltr-{ltr.version}.json"
+    assert doc["reranker_model_digest"] == ltr.digest
+    model_file = env.parent / doc["reranker_model"]
+    assert model_file.read_bytes() == ltr.to_bytes()
+    assert load_production_config(env, demo).reranker_model == doc["reranker_model"]
+    ask = ["ask", "What does Chapter 2, Verse 13 say?", "--config", str(env), "--corpus", "gita"]
+    assert main([*ask, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["source"] == str(env)
+    model_file.write_bytes(model_file.read_bytes().replace(b'"intercept": ', b'"intercept": 1'))
+    with pytest.raises(ConfigError, match="LTR model digest"):
+        load_production_config(env, demo)
+    assert main(ask) == 2 and "LTR model digest" in capsys.readouterr().err
+    model_file.unlink()
+    with pytest.raises(ConfigError, match="LTR reranker's model file is missing"):
+        load_production_config(env, demo)
+    P.rollback()  # the previous file runs no LTR model: restored byte for byte
+    assert env.read_bytes() == before
 
 
 @pytest.mark.db

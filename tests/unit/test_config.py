@@ -93,7 +93,8 @@ def test_design_is_the_dataclass_defaults_and_production_is_the_promoted_file() 
     doc = yaml.safe_load(PRODUCTION.read_text(encoding="utf-8"))
     prod = production()
     assert prod == PipelineConfig.from_dict(doc["pipeline"])
-    assert prod.sufficient_score == doc["pipeline"]["sufficient_score"] != DESIGN.sufficient_score
+    assert prod.sufficient_score == doc["pipeline"]["sufficient_score"]
+    assert prod.gate == doc["pipeline"]["gate"] and prod != DESIGN  # the file, not the defaults
     assert read_production()["version"] == doc["version"]
 
 
@@ -139,10 +140,13 @@ def test_resolve_puts_the_overrides_on_the_named_base() -> None:
 
 
 def test_production_without_the_new_fields_loads_with_their_empty_defaults() -> None:
-    doc = yaml.safe_load(PRODUCTION.read_text(encoding="utf-8"))
-    assert not {"gate_model", "gate_model_digest", "language_thresholds"} & set(doc["pipeline"])
-    prod = production()
+    old = Path(__file__).parents[1] / "fixtures" / "production_coverage.yaml"  # as shipped in v2
+    doc = yaml.safe_load(old.read_text(encoding="utf-8"))
+    new = {"gate_model", "gate_model_digest", "language_thresholds", "reranker_model"}
+    assert not new & set(doc["pipeline"])
+    prod = production(old)
     assert (prod.gate_model, prod.gate_model_digest, prod.language_thresholds) == ("", "", {})
+    assert (prod.reranker_model, prod.reranker_model_digest) == ("", "")
     assert (
         prod.thresholds("ru")
         == prod.thresholds(None)
@@ -171,7 +175,7 @@ def test_language_thresholds_override_only_their_language(tmp_path: Path) -> Non
 def test_new_fields_round_trip_through_yaml_replace_and_resolve(tmp_path: Path) -> None:
     c = PipelineConfig(
         gate="learned",
-        gate_model="gate_models/abababababab.json",
+        gate_model="models/gate-abababababab.json",
         gate_model_digest=DIGEST,
         language_thresholds={"ru": {"bail_out_score": 0.3, "sufficient_score": 0.5}},
     )

@@ -19,12 +19,17 @@ import pytest
 from study_factory import cand, make_study, question, study_set
 
 from citegate.core.config import DESIGN, load_config
+from citegate.core.errors import ConfigError
 from citegate.evaluation.certify import clopper_pearson_upper
 from citegate.models import gate_model as gm
+from citegate.models.ltr.features import FEATURE_NAMES
+from citegate.models.ltr.fit import model_factories
+from citegate.models.ltr.model import LTRReranker
 from citegate.pipeline.signals import SIGNALS, IndexFacts
 from citegate.studies import signals as sg
 from citegate.studies.signals import compute as C
 from citegate.studies.signals import report as R
+from citegate.studies.signals import units as U
 from citegate.studies.signals.run import SignalInputs
 
 FACTS = IndexFacts(("c",), frozenset({"BG 2.47"}), {}, 10)
@@ -438,8 +443,18 @@ def test_recommendation_files_name_the_model_and_its_certificate(
     real = C.realised_table(two, points, gates)
     base = DESIGN.replace(corpora=["gita"], sufficient_score=0.88, good_enough_score=0.89)
     study_cfg = DESIGN.replace(corpora=["gita-split"], reranker="ltr/default")
-    digest = sg.save_recommendation(tmp_path, base, study_cfg, gate, point, real, {"note": 1})
+    with pytest.raises(ConfigError, match="LTR model object was not passed"):
+        sg.save_recommendation(tmp_path, base, study_cfg, gate, point, real, {"note": 1})
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, len(FEATURE_NAMES)))
+    ltr = LTRReranker("default", model_factories()["logreg"]().fit(X, X[:, 0] > 0), {})
+    digest = sg.save_recommendation(
+        tmp_path, base, study_cfg, gate, point, real, {"note": 1}, reranker=ltr
+    )
     cfg = load_config(tmp_path / "recommended_config.yaml")
+    # the LTR model the study scored with travels with the gate, by digest
+    assert (cfg.reranker_model, cfg.reranker_model_digest) == ("ltr_model.json", ltr.digest)
+    assert (tmp_path / "ltr_model.json").read_bytes() == ltr.to_bytes()
     assert (cfg.gate, cfg.gate_model, cfg.gate_model_digest) == (
         "learned",
         "gate_model.json",
@@ -472,3 +487,37 @@ def test_figures_draw(two: pd.DataFrame, fitted) -> None:
     assert all(f.axes for f in figs)
     for f in figs:
         plt.close(f)
+
+
+def test_unit_certificate_counts_question_groups_and_sits_beside_the_question_one(
+    two: pd.DataFrame, fitted
+) -> None:
+    """Each out_of_corpus group (3 questions) is one unit: its n is the number of calibration
+    groups, its bound at its own threshold is ≤ α when feasible, never below the per-question
+    bound at the same α for the same scores, and the report lines say which certifies."""
+    gates, _ = fitted
+    q_points = C.certified_points(two, gates, [0.10], 0.05, 0.5)
+    u_points = U.unit_points(two, gates, [0.10], 0.05, 0.5)
+    assert [(p.corpus, p.gate) for p in u_points] == [(p.corpus, p.gate) for p in q_points]
+    _, cal = C.tune_parts(two[two["corpus"] == "A"], 0.5)
+    unit = C.find_point(u_points, "A", "learned (logistic)", 0.10)
+    question = C.find_point(q_points, "A", "learned (logistic)", 0.10)
+    neg = cal[cal["label"] == "out_of_corpus"]
+    assert unit.kind("out_of_corpus").n_neg == neg["group"].nunique() < len(neg)
+    assert unit.certified.threshold >= question.certified.threshold  # fewer units: stricter
+    assert "per question group" in unit.calibrated_on
+    by_q = C.realised_table(two, q_points, gates)
+    by_u = C.realised_table(two, u_points, gates)
+    levels = U.levels_table(by_q, by_u)
+    row = levels[(levels["corpus"] == "A") & (levels["gate"] == "learned (logistic)")]
+    row = row[row["negatives"] == "out_of_corpus"].iloc[0]
+    assert row["n_neg cal (unit)"] == neg["group"].nunique()
+    assert row["n_neg cal (question)"] == len(neg)
+    metrics = U.unit_metrics(by_u, [0.10])
+    assert metrics["A_learned_a10_unit_n_units_out_of_corpus"] == neg["group"].nunique()
+    lines = U.unit_lines(levels, 0.10)
+    assert lines[0] == U.ASSUMPTION
+    ok = row["bound (unit)"] <= 0.10
+    assert any(
+        "**A**" in t and f"per unit {'certified' if ok else 'not certified'}" in t for t in lines
+    )

@@ -5,7 +5,7 @@ wrote) unless told otherwise: `--config PATH` names another file, `--design` the
 (`core.config.DESIGN`). The config used is printed first (in `--json`, under "config": source,
 version, source run), then which gate decided and why (in `--json`, under "gate": kind, reason,
 signal, threshold, language). A learned gate's model file is the one the config names, relative to
-the config file's folder (`experiments/gate_models/…` for production), checked against its digest
+the config file's folder (`experiments/models/…` for production; an LTR reranker's model file likewise), checked against its digest
 before anything loads. The question is checked first (`plan.clean_question`: no empty, symbol-only
 or NUL-byte questions). With `--answer`, a model call that fails (server down, HTTP error) is
 reported as a model error and the command exits 2 (`ModelFailure`), never as an insufficient corpus.
@@ -21,13 +21,17 @@ from citegate.core.config import PRODUCTION, NamedConfig, named
 from citegate.core.errors import ModelFailure
 from citegate.core.types import RetrievalResult
 from citegate.models.embed import Embedder, default_embedder
-from citegate.models.rerank import make_reranker
 from citegate.pipeline.fallback import answer_turn, chat_client
 from citegate.pipeline.plan import clean_question, make_planner
 from citegate.pipeline.render import dumps, render_text, render_turn, result_dict, turn_dict
 from citegate.pipeline.retrieve import retrieve
 from citegate.store.db import connect
-from citegate.store.production import gate_model_path, load_gate
+from citegate.store.production import (
+    gate_model_path,
+    load_gate,
+    load_reranker,
+    reranker_model_path,
+)
 
 
 def chosen_config(args: argparse.Namespace) -> NamedConfig:
@@ -36,11 +40,15 @@ def chosen_config(args: argparse.Namespace) -> NamedConfig:
     altered or unusable: its path is made absolute, so every retrieval of the call finds it)."""
     choice = named("design" if args.design else args.config or "production")
     cfg = choice.config
-    if cfg.gate != "learned":
+    if cfg.gate != "learned" and not cfg.reranker_model:
         return choice
     folder = PRODUCTION.parent if choice.source == "production" else Path(choice.source).parent
-    cfg = cfg.replace(gate_model=str(gate_model_path(cfg, folder).resolve()))
-    load_gate(cfg)
+    if cfg.reranker_model:
+        cfg = cfg.replace(reranker_model=str(reranker_model_path(cfg, folder).resolve()))
+        load_reranker(cfg)
+    if cfg.gate == "learned":
+        cfg = cfg.replace(gate_model=str(gate_model_path(cfg, folder).resolve()))
+        load_gate(cfg)
     return NamedConfig(cfg, choice.source, choice.version, choice.source_run)
 
 
@@ -64,7 +72,7 @@ def cmd_answer(args: argparse.Namespace, choice: NamedConfig, emb: Embedder) -> 
     model = args.model or (None if cfg.llm == "none" else cfg.llm)
     with connect() as conn, chat_client(model) as client:
         turn = answer_turn(
-            conn, args.question, cfg, emb, make_reranker(cfg.reranker), client,
+            conn, args.question, cfg, emb, load_reranker(cfg), client,
             enable_fallback=args.fallback, variant=args.variant,
         )  # fmt: skip
     assert turn.retrieval is not None
@@ -94,9 +102,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         return cmd_answer(args, choice, emb)
     cfg = choice.config
     with connect() as conn:
-        res = retrieve(
-            conn, args.question, cfg, emb, make_reranker(cfg.reranker), make_planner(cfg.planner)
-        )
+        res = retrieve(conn, args.question, cfg, emb, load_reranker(cfg), make_planner(cfg.planner))
     if args.json:
         print(dumps({**result_json(res, args.trace), "config": choice.describe()}))
     else:

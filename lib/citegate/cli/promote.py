@@ -17,8 +17,15 @@ def cmd_promote(args: argparse.Namespace) -> int:
             f"{P.PRODUCTION} restored byte for byte"
         )
         return 0
+    if args.latest:
+        if args.run_id:
+            raise ConfigError("give a RUN_ID or --latest EXPERIMENT, not both")
+        args.run_id = P.latest_run(args.latest)
+        print(f"newest finished run of {args.latest}: {args.run_id}")
     if not args.run_id:
-        raise ConfigError("give a RUN_ID (an MLflow run of notebook 03) or --rollback")
+        raise ConfigError(
+            "give a RUN_ID (an MLflow run of notebook 03 or 05), --latest or --rollback"
+        )
     decision = P.promote(
         args.run_id, force=args.force, reason=args.reason or "", dry_run=args.dry_run
     )
@@ -38,6 +45,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reason", help="why (mandatory with --force; recorded)")
     p.add_argument(
         "--dry-run", action="store_true", help="evaluate and show the diff; write nothing"
+    )
+    p.add_argument(
+        "--latest",
+        metavar="EXPERIMENT",
+        help="the newest finished run of EXPERIMENT (e.g. 05_gate_signals)",
     )
     p.add_argument("--rollback", action="store_true", help="restore the previous production config")
     p.add_argument("--json", action="store_true", help="machine-readable decision")

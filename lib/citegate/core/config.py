@@ -87,9 +87,14 @@ class PipelineConfig:
     planner: str = "offline"
     llm: str = "none"
     # Learned gate (gate: learned): the model file, relative to the experiments/ folder (e.g.
-    # "gate_models/<digest12>.json"), and the sha256 hex digest of its bytes. Ignored otherwise.
+    # "models/gate-<digest12>.json"), and the sha256 hex digest of its bytes. Ignored otherwise.
     gate_model: str = ""
     gate_model_digest: str = ""
+    # The LTR reranker's model file when the config runs one (reranker: ltr/<name>), relative to
+    # the experiments/ folder (e.g. "models/ltr-<digest12>.json", what promote commits), and the
+    # sha256 of its bytes. Empty: this checkout's own training, var/models/ltr-<name>.json.
+    reranker_model: str = ""
+    reranker_model_digest: str = ""
     # Per-language coverage thresholds, e.g. {"ru": {"sufficient_score": 0.80}}: keys LANGUAGES,
     # inner keys LANGUAGE_THRESHOLD_KEYS; a missing one is the global value (`thresholds`).
     # Replay-only (not a COLLECTION_KEY), and not hashed (a dict): equal configs still hash equal.
@@ -135,14 +140,26 @@ class PipelineConfig:
             out.append("the two_scale gate needs the rrf_hybrid arm (it reads the fusion score)")
         return out + self._learned_problems()
 
+    def _reranker_problems(self) -> list[str]:
+        """A reranker model file needs an LTR reranker and its digest (and the reverse)."""
+        out = [
+            f"{k} must be a sha256 hex digest (64 lowercase hex characters), got {getattr(self, k)!r}"
+            for k in ("gate_model_digest", "reranker_model_digest")
+            if getattr(self, k) and not _SHA256.fullmatch(getattr(self, k))
+        ]
+        if self.reranker_model and not self.reranker.startswith("ltr/"):
+            out.append(
+                f"reranker_model names an LTR model file but the reranker is {self.reranker!r}"
+            )
+        if bool(self.reranker_model) != bool(self.reranker_model_digest):
+            out.append(
+                "reranker_model and reranker_model_digest go together (the file and its sha256)"
+            )
+        return out
+
     def _learned_problems(self) -> list[str]:
         """What a learned gate lacks: its model file, its digest, the production arm."""
-        out = []
-        if self.gate_model_digest and not _SHA256.fullmatch(self.gate_model_digest):
-            out.append(
-                "gate_model_digest must be a sha256 hex digest (64 lowercase hex characters),"
-                f" got {self.gate_model_digest!r}"
-            )
+        out = self._reranker_problems()
         if self.gate != "learned":
             return out
         if not self.gate_model:

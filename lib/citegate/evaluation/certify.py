@@ -11,6 +11,17 @@ randomness of the calibration sample, P(true false-answer rate at the chosen thr
 Several negative kinds (out_of_corpus, out_of_scope) are certified together by `certify_kinds`:
 δ is split evenly (Bonferroni), each kind picks its threshold, the strictest one wins.
 
+Per question or per unit. The binomial bound assumes the calibration negatives are independent
+draws. Questions written about one verse (or one article) are not: they rise and fall together.
+Given `units` (each question's unit, e.g. its question group), the sample becomes the negative
+UNITS and a unit counts as one false answer when ANY of its negative questions is answered (its
+highest score is ≥ t). Assumption, in one sentence: the calibration units are exchangeable with
+the units production will meet, questions inside a unit may depend on each other in any way.
+What is bounded is then P(a new unit gets at least one false answer), which is ≥ the share of its
+questions answered falsely, so it also bounds the unit-averaged per-question false-answer rate.
+The scan over thresholds is the same fixed-sequence test (the unit indicator only grows as t
+falls), so the guarantee keeps its form. A simulation with clustered data checks it (unit test).
+
 Pure functions on NumPy arrays; `scipy.stats.beta` gives the exact bound.
 """
 
@@ -33,6 +44,7 @@ __all__ = [
     "certify_threshold",
     "clopper_pearson_upper",
     "realised",
+    "unit_maxima",
 ]
 
 
@@ -153,6 +165,18 @@ def _answer_rate(pos: np.ndarray, threshold: float) -> float:
     return float(np.mean(pos >= threshold)) if len(pos) else math.nan
 
 
+def unit_maxima(scores: np.ndarray, units: ArrayLike) -> np.ndarray:
+    """The highest score of each distinct unit (the score at which that unit is first answered);
+    one value per unit, in no particular order."""
+    u = np.asarray(units, dtype=object)
+    if u.shape != scores.shape:
+        raise ValueError(f"units must align with the scores ({u.shape} vs {scores.shape})")
+    _, idx = np.unique(u.astype(str), return_inverse=True)
+    out = np.full(int(idx.max()) + 1 if len(idx) else 0, -np.inf)
+    np.maximum.at(out, idx, scores)
+    return out
+
+
 def certify_threshold(
     scores: ArrayLike,
     labels: ArrayLike,
@@ -161,18 +185,27 @@ def certify_threshold(
     candidates: ArrayLike | None = None,
     *,
     kind: str = "",
+    units: ArrayLike | None = None,
 ) -> Certified:
     """The lowest threshold whose false-answer bound is ≤ α, by fixed-sequence testing.
 
     Candidates (default: the distinct scores) are tested from the highest down; at each, k =
     negatives with score ≥ t and the test passes when `clopper_pearson_upper(k, n_neg, δ)` ≤ α.
     The scan stops at the first failure; the last passing candidate is returned. When the first
-    candidate already fails, nothing is certified: feasible False, threshold +inf.
+    candidate already fails, nothing is certified: feasible False, threshold +inf. With `units`
+    (aligned with the scores), the negatives are counted per unit (see the module docstring):
+    `n_neg` and `false_answers` are then numbers of units.
     """
     _check_unit("alpha", alpha)
     _check_unit("delta", delta)
     s, y = _arrays(scores, labels)
-    neg, pos = np.sort(s[y == 0]), s[y == 1]
+    neg, pos = s[y == 0], s[y == 1]
+    if units is not None:
+        u = np.asarray(units, dtype=object)
+        if u.shape != s.shape:
+            raise ValueError(f"units must align with the scores ({u.shape} vs {s.shape})")
+        neg = unit_maxima(neg, u[y == 0])
+    neg = np.sort(neg)
     cand = _candidates(s, candidates)
     k = len(neg) - np.searchsorted(neg, cand, side="left")
     bounds = _cp_upper_many(k, len(neg), delta)
@@ -190,9 +223,19 @@ def certify_threshold(
     )
 
 
-def _at(s: np.ndarray, y: np.ndarray, t: float, alpha: float, delta: float, kind: str) -> Certified:
+def _at(
+    s: np.ndarray,
+    y: np.ndarray,
+    t: float,
+    alpha: float,
+    delta: float,
+    kind: str,
+    units: np.ndarray | None = None,
+) -> Certified:
     """A kind's false answers and bound at a given threshold (not a new certification)."""
     neg, pos = s[y == 0], s[y == 1]
+    if units is not None:
+        neg = unit_maxima(neg, units[y == 0])
     k = int(np.sum(neg >= t))
     bound = clopper_pearson_upper(k, len(neg), delta)
     return Certified(
@@ -206,6 +249,7 @@ def certify_kinds(
     alpha: float = 0.05,
     delta: float = 0.05,
     candidates: ArrayLike | None = None,
+    units: ArrayLike | None = None,
 ) -> CertifiedKinds:
     """Certify every negative kind at δ/m (m kinds): the threshold is the strictest kind's.
 
@@ -213,7 +257,8 @@ def certify_kinds(
     -1 = not part of this kind's calibration (e.g. a negative of another kind). The candidates
     (default: the distinct scores of all questions) are shared, so every kind's sequence contains
     the final threshold and its bound there is ≤ its own certified bound. The answer rate is over
-    the positives of the first kind's labels.
+    the positives of the first kind's labels. `units` (aligned with `scores`) counts negatives
+    per unit (`certify_threshold`).
     """
     if not labels_by_kind:
         raise ValueError("labels_by_kind is empty: nothing to certify")
@@ -222,15 +267,23 @@ def certify_kinds(
     each = delta / len(labels_by_kind)
     own: dict[str, Certified] = {}
     parts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    unit_parts: dict[str, np.ndarray | None] = {}
+    u_all = None if units is None else np.asarray(units, dtype=object)
     for kind, lab in labels_by_kind.items():
         y_all = np.asarray(lab)
         if y_all.shape != s_all.shape:
             raise ValueError(f"labels of kind {kind!r} do not align with the scores")
         keep = y_all != -1
         parts[kind] = _arrays(s_all[keep], y_all[keep])
-        own[kind] = certify_threshold(*parts[kind], alpha, each, cand, kind=kind)
+        unit_parts[kind] = None if u_all is None else u_all[keep]
+        own[kind] = certify_threshold(
+            *parts[kind], alpha, each, cand, kind=kind, units=unit_parts[kind]
+        )
     t = max(c.threshold for c in own.values())
-    per_kind = {k: _at(*parts[k], t, alpha, each, k) if c.feasible else c for k, c in own.items()}
+    per_kind = {
+        k: _at(*parts[k], t, alpha, each, k, unit_parts[k]) if c.feasible else c
+        for k, c in own.items()
+    }
     first = next(iter(parts.values()))
     feasible = all(c.feasible for c in own.values())
     return CertifiedKinds(

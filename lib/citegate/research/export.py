@@ -35,9 +35,9 @@ from citegate.corpus.builds import is_imported
 from citegate.corpus.questions import ANY_CORPUS, Question, load_set
 from citegate.evaluation.metrics import gold_recall, mrr, ndcg_at_k, recall_at_k
 from citegate.models.embed import Embedder
-from citegate.models.rerank import make_reranker
 from citegate.pipeline.retrieve import replay
 from citegate.research.traces import traces_for
+from citegate.store.production import load_reranker
 
 KS = (1, 5, 10)
 _SPACE = re.compile(r"\s+")
@@ -93,9 +93,7 @@ def pass_rankings(
     """question id -> ranked document ids of a retrieval pass over `corpus` under `cfg` (traces
     from the shared cache, retrieved only where it lacks them)."""
     cfg = cfg.replace(corpora=[corpus], embedder=embedder.id)
-    traces = traces_for(
-        conn, questions, cfg, embedder, make_reranker(cfg.reranker), progress=progress
-    )
+    traces = traces_for(conn, questions, cfg, embedder, load_reranker(cfg), progress=progress)
     imported = is_imported(corpus)
     return {q.id: ranked_documents(replay(traces[q.id], cfg).notes, imported) for q in questions}
 

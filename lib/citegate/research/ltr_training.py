@@ -4,7 +4,7 @@ A question's pool is what `retrieve._rerank` scores: every candidate of its cosi
 ANN lanes found (`ann_missed` ones, seen only by the exact check, are left out of training and
 eval), with texts fetched from the database by fragment id. `train_ltr` builds pairs from the TUNE
 split's pools of each question set, lets `models.ltr.fit` pick the model by cross-validated
-nDCG@10, and saves the winner with its metadata under `var/models/ltr-<name>.pkl`.
+nDCG@10, and saves the winner with its metadata under `var/models/ltr-<name>.json`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,14 @@ from citegate.evaluation.sampling import salted_sample
 from citegate.models.embed import default_embedder, default_embedder_id
 from citegate.models.ltr.features import FEATURE_NAMES
 from citegate.models.ltr.fit import pairs_from, select_and_fit
-from citegate.models.ltr.model import DEFAULT_NAME, LTRReranker, bare_name, load_ltr, save_ltr
+from citegate.models.ltr.model import (
+    DEFAULT_NAME,
+    LTRReranker,
+    bare_name,
+    load_ltr,
+    load_run,
+    save_ltr,
+)
 from citegate.models.rerank import CosineReranker
 from citegate.pipeline.retrieve import collect, text_signature
 from citegate.research.traces import traces_for
@@ -162,7 +169,7 @@ def train_ltr(
     models: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Train on the tune split of each set (at most `limit` questions per set), pick the model by
-    cross-validated nDCG@10, save it under `var/models/ltr-<name>.pkl`; returns the metadata."""
+    cross-validated nDCG@10, save it under `var/models/ltr-<name>.json`; returns the metadata."""
     import sklearn
 
     name = bare_name(name)
@@ -199,12 +206,14 @@ def train_ltr(
         "n_questions": pairs.n_questions,
         "cv": cv,
         "random_state": random_state,
+    }
+    run = {
         "seconds": {"collect": collect_s, "features": features_s, "fit": fit_s},
         "trained_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
     reranker = LTRReranker(name, model, meta)
-    path = save_ltr(reranker)
-    return {**reranker.meta, "path": str(path)}
+    path = save_ltr(reranker, run=run)
+    return {**reranker.meta, **run, "path": str(path), "digest": reranker.digest}
 
 
 def current_reason(name: str, set_names: Sequence[str], limit: int | None) -> str:
@@ -225,4 +234,5 @@ def current_reason(name: str, set_names: Sequence[str], limit: int | None) -> st
         and meta.get("sklearn") == sklearn.__version__
         and meta.get("embedder") == default_embedder_id()
     )
-    return f"trained {meta.get('trained_at')} on the same inputs" if same else ""
+    trained_at = load_run(name).get("trained_at", "earlier")
+    return f"trained {trained_at} on the same inputs" if same else ""

@@ -17,11 +17,11 @@ from citegate.corpus.builds import build_id
 from citegate.corpus.questions import Question, QuestionSet, load_set, resolve_gold
 from citegate.evaluation.sampling import salted_order
 from citegate.models.embed import default_embedder
-from citegate.models.rerank import make_reranker
 from citegate.pipeline.retrieve import RetrievalResult, RetrievalTrace, replay
 from citegate.pipeline.vector_replay import PackedTraces, VectorResult, pack, replay_many
 from citegate.research.traces import traces_for
 from citegate.store.db import connect
+from citegate.store.production import load_reranker
 
 SAMPLE_SALT = "citegate-sample"
 
@@ -62,6 +62,7 @@ class Study:
     reranker_id: str
     embedder_id: str
     seconds: dict[str, float] = field(default_factory=dict)
+    reranker: Any = None  # the reranker object that scored the traces (an LTR model: its file)
 
 
 def sample(
@@ -97,8 +98,10 @@ def load_study(
     the same traces as a serial pass.
     """
     emb = default_embedder()
-    cfg = cfg.replace(embedder=emb.id, **({"reranker": reranker} if reranker else {}))
-    rr = make_reranker(cfg.reranker)
+    if reranker and reranker != cfg.reranker:  # another reranker: not the config's model file
+        cfg = cfg.replace(reranker=reranker, reranker_model="", reranker_model_digest="")
+    cfg = cfg.replace(embedder=emb.id)
+    rr = load_reranker(cfg)
     sets: dict[str, StudySet] = {}
     seconds: dict[str, float] = {}
     with connect() as conn:
@@ -112,7 +115,7 @@ def load_study(
             gold = resolve_gold(conn, _subset(qset, qs), emb.id) if qset.corpus != "*" else {}
             sets[name] = StudySet(qset, corpus, qs, traces, gold)
             seconds[name] = time.perf_counter() - clock
-    return Study(sets, cfg, rr.id, emb.id, seconds)
+    return Study(sets, cfg, rr.id, emb.id, seconds, rr)
 
 
 def _subset(qset: QuestionSet, qs: Sequence[Question]) -> QuestionSet:

@@ -2,9 +2,10 @@
 refused when its embedder is not the one its corpora were embedded with (vectors of two embedders
 never mix). Reading the file is `core.config.production`; this module adds the database check,
 and for the learned gate the model file check (`load_gate`): the file the config names, relative
-to the config file's folder (`experiments/` for production: `gate_models/<digest12>.json`), must
+to the config file's folder (`experiments/` for production: `models/gate-<digest12>.json`), must
 exist, have the digest the config records, name only known signals, and need no reranker the
-config does not run.
+config does not run; an LTR reranker's model file (`models/ltr-<digest12>.json`) likewise must
+exist with its recorded digest (`load_reranker`).
 """
 
 from __future__ import annotations
@@ -19,10 +20,16 @@ from citegate.core.config import PRODUCTION, PipelineConfig, production
 from citegate.core.errors import ConfigError
 from citegate.models import gate_model
 from citegate.models.gate_model import LearnedGate
+from citegate.models.ltr.model import LTRReranker, load_ltr
+from citegate.models.protocols import Reranker
+from citegate.models.rerank import make_reranker
 from citegate.store.db import connect
 
 GATE_MODEL_FILE = "gate_model.json"  # what experiment 05 writes into its run folder
-GATE_MODELS_DIR = "gate_models"  # where promote keeps the models, next to production.yaml
+LTR_MODEL_FILE = "ltr_model.json"  # the LTR model a run scored with, in its run folder
+# Where promote keeps every model a production config needs, next to production.yaml, by content
+# digest (`gate-<digest12>.json`, `ltr-<digest12>.json`): a file there is never overwritten.
+MODELS_DIR = "models"
 
 
 def corpus_embedders(conn: psycopg.Connection, corpora: tuple[str, ...]) -> set[str]:
@@ -42,8 +49,11 @@ def load_production_config(
     altered or unusable with this config (`load_gate`), is refused before any database is
     touched."""
     cfg = production(path)
+    base = Path(path or PRODUCTION).parent
+    if cfg.reranker_model:
+        load_reranker(cfg, base)
     if cfg.gate == "learned":
-        load_gate(cfg, Path(path or PRODUCTION).parent)
+        load_gate(cfg, base)
     if conn is None:
         with connect() as c:
             return check_embedder(cfg, corpus_embedders(c, cfg.corpora), path)
@@ -67,8 +77,47 @@ def check_embedder(
 def gate_model_path(cfg: PipelineConfig, base: Path | None = None) -> Path:
     """The model file a learned-gate config names: absolute as given, else relative to `base`
     (the folder of the config file; default `experiments/`, the production file's)."""
-    path = Path(cfg.gate_model)
+    return _relative(cfg.gate_model, base)
+
+
+def reranker_model_path(cfg: PipelineConfig, base: Path | None = None) -> Path:
+    """The LTR model file a config names (`reranker_model`), resolved as `gate_model_path`."""
+    return _relative(cfg.reranker_model, base)
+
+
+def _relative(name: str, base: Path | None) -> Path:
+    path = Path(name)
     return path if path.is_absolute() else Path(base or PRODUCTION.parent) / path
+
+
+def load_reranker(cfg: PipelineConfig, base: Path | None = None) -> Reranker:
+    """The reranker `cfg` runs. An LTR model named by file (`reranker_model`, what a promoted
+    config holds) is read from that file, digest checked (a ConfigError naming the file when it
+    is missing or altered); any other reranker is `make_reranker(cfg.reranker)` (an LTR model
+    then comes from this checkout's `var/models/`). Re-read when the file changes."""
+    if not cfg.reranker_model:
+        return make_reranker(cfg.reranker)
+    path = reranker_model_path(cfg, base).resolve()
+    st = _stat_model(path, "the LTR reranker's")
+    return _cached_ltr(
+        cfg.reranker, str(path), cfg.reranker_model_digest, st.st_mtime_ns, st.st_size
+    )
+
+
+def _stat_model(path: Path, whose: str) -> os.stat_result:
+    """The model file's stat (its mtime and size key the caches), or a ConfigError naming it."""
+    try:
+        return os.stat(path)
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: {whose} model file is missing ({exc.strerror or exc}); "
+            "promote the run that trained it"
+        ) from exc
+
+
+@lru_cache(maxsize=8)
+def _cached_ltr(name: str, path: str, digest: str, mtime_ns: int, size: int) -> LTRReranker:
+    return load_ltr(name, Path(path), digest)
 
 
 def load_gate(cfg: PipelineConfig, base: Path | None = None) -> LearnedGate:
@@ -78,13 +127,7 @@ def load_gate(cfg: PipelineConfig, base: Path | None = None) -> LearnedGate:
     if cfg.gate != "learned":
         raise ConfigError(f"config gate is {cfg.gate!r}, not learned: it names no gate model")
     path = gate_model_path(cfg, base).resolve()
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise ConfigError(
-            f"{path}: the learned gate's model file is missing ({exc.strerror or exc}); "
-            "promote the run that trained it"
-        ) from exc
+    st = _stat_model(path, "the learned gate's")
     return _cached_gate(str(path), cfg.gate_model_digest, cfg.reranker, st.st_mtime_ns, st.st_size)
 
 
@@ -119,8 +162,9 @@ def check_gate(gate: LearnedGate, reranker: str, path: Path) -> LearnedGate:
 
 
 __all__ = [
-    "GATE_MODELS_DIR",
     "GATE_MODEL_FILE",
+    "LTR_MODEL_FILE",
+    "MODELS_DIR",
     "check_embedder",
     "check_gate",
     "corpus_embedders",
@@ -128,4 +172,6 @@ __all__ = [
     "load_gate",
     "load_gate_file",
     "load_production_config",
+    "load_reranker",
+    "reranker_model_path",
 ]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import getpass
-import hashlib
 import json
 import tempfile
 from collections.abc import Iterator
@@ -37,10 +36,15 @@ from citegate.pipeline.signals import index_facts, note_texts
 from citegate.research.study import StudySet, load_study
 from citegate.store.db import connect
 from citegate.store.production import (
-    GATE_MODEL_FILE,
-    GATE_MODELS_DIR,
     load_gate,
-    load_gate_file,
+    load_reranker,
+)
+from citegate.tracking.promote_models import (
+    artifact,
+    evaluation_config,
+    promoted_config,
+    run_gate_model,
+    run_ltr_model,
 )
 from citegate.tracking.promote_report import render, reported_metrics
 from citegate.tracking.runner import experiment_id, tracking_uri
@@ -419,6 +423,7 @@ class Recommended:
     facts: dict[str, Any]
     why: dict[str, Any] | None = None
     gate_model: bytes | None = None
+    ltr_model: bytes | None = None  # the LTR reranker's model file, when the config runs one
 
 
 def recommended_from_run(run_id: str) -> Recommended:
@@ -433,13 +438,16 @@ def recommended_from_run(run_id: str) -> Recommended:
     except Exception as exc:  # noqa: BLE001 - MlflowException for an unknown id
         raise ConfigError(f"no MLflow run {run_id!r} in the tracking store") from exc
     with tempfile.TemporaryDirectory() as tmp:
-        local = _artifact(run_id, "recommended_config.yaml", tmp)
+        local = artifact(run_id, "recommended_config.yaml", tmp)
         if local is None:
             raise ConfigError(f"run {run_id} has no recommended_config.yaml artifact")
         cfg = load_config(local)
-        why_file = _artifact(run_id, "recommendation.json", tmp)
+        why_file = artifact(run_id, "recommendation.json", tmp)
         why = _read_json(why_file) if why_file is not None else None
-        model = _run_gate_model(run_id, cfg, tmp) if cfg.gate == "learned" else None
+        model = (
+            run_gate_model(run_id, cfg, tmp, PRODUCTION.parent) if cfg.gate == "learned" else None
+        )
+        ltr = run_ltr_model(run_id, cfg, tmp, PRODUCTION.parent)
     facts = {
         "source_run": run_id,
         "experiment": run.data.tags.get("experiment", ""),
@@ -451,19 +459,7 @@ def recommended_from_run(run_id: str) -> Recommended:
         "run_reranker": run.data.tags.get("reranker", ""),  # what the study itself ranked with
     }
     facts["question_sets"] = {d.dataset.name: d.dataset.digest for d in run.inputs.dataset_inputs}
-    return Recommended(cfg, facts, why, model)
-
-
-def _artifact(run_id: str, name: str, tmp: str) -> Path | None:
-    """The local copy of one artifact of a run, None when the run has no such file."""
-    import mlflow
-
-    try:
-        return Path(
-            mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=name, dst_path=tmp)
-        )
-    except Exception:  # noqa: BLE001 - mlflow raises several types for a missing file
-        return None
+    return Recommended(cfg, facts, why, model, ltr)
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -476,24 +472,21 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _run_gate_model(run_id: str, cfg: PipelineConfig, tmp: str) -> bytes:
-    """The bytes of the learned gate a run's config names, its digest and contents checked."""
-    name = cfg.gate_model or GATE_MODEL_FILE
-    local = _artifact(run_id, name, tmp)
-    if local is None:
-        raise ConfigError(
-            f"run {run_id} recommends gate=learned but has no {name} artifact (experiment 05 "
-            "writes it into the run folder)"
-        )
-    data = local.read_bytes()
-    found = hashlib.sha256(data).hexdigest()
-    if cfg.gate_model_digest and found != cfg.gate_model_digest:
-        raise ConfigError(
-            f"run {run_id}: {name} has digest {found[:12]}…, its config says "
-            f"{cfg.gate_model_digest[:12]}…; the model file was altered"
-        )
-    load_gate_file(local, found, cfg)  # a model production could not run is refused here
-    return data
+def latest_run(experiment: str) -> str:
+    """The id of the newest FINISHED top-level run of experiment `experiment` (e.g.
+    05_gate_signals); a ConfigError naming it when there is none."""
+    client = _client()
+    exp = client.get_experiment_by_name(f"citegate/{experiment}")
+    runs = [] if exp is None else client.search_runs(
+        [exp.experiment_id],
+        filter_string="attributes.status = 'FINISHED'",
+        order_by=["attributes.start_time DESC"],
+        max_results=20,
+    )  # fmt: skip
+    top = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    if not top:
+        raise ConfigError(f"no FINISHED run of experiment {experiment!r}: run it first")
+    return str(top[0].info.run_id)
 
 
 def _client() -> Any:
@@ -594,15 +587,16 @@ def promote(
     """Evaluate the run's recommended config against production; write and register it if it
     passes the guards (or is forced with a reason) and its certificate holds for every kind.
 
-    A learned gate's model file (the run's `gate_model.json`) is promoted with it: the new
-    production file names `gate_models/<digest12>.json` next to itself, with its digest."""
+    Every model file the config needs is promoted with it (the run's `gate_model.json`, and
+    `ltr_model.json` when it runs the LTR reranker): the new production file names
+    `models/gate-<digest12>.json` and `models/ltr-<digest12>.json` next to itself, with digests."""
     evaluation, guards = load_guards(guards_path)
     rec = recommended_from_run(run_id)
     checks = certificate_checks(rec.why)
-    cand_cfg, cand_gate = _promoted_config(rec)
+    cand_cfg, cand_gate = promoted_config(rec.config, rec.gate_model, rec.ltr_model)
     prod_doc = read_production(PRODUCTION)
     prod_cfg = PipelineConfig.from_dict(prod_doc["pipeline"])
-    cand_m = evaluate(cand_cfg, evaluation, gate=cand_gate)
+    cand_m = evaluate(evaluation_config(cand_cfg, rec.ltr_model), evaluation, gate=cand_gate)
     prod_m = evaluate(prod_cfg, evaluation)
     passed, results = decide(guards, cand_m, prod_m, force, reason)
     certified = all(c.ok for c in checks)
@@ -618,26 +612,9 @@ def promote(
     )
     if dry_run:
         return decision
-    _record(decision, cand_cfg, rec.facts, int(prod_doc["version"]) + 1, rec.gate_model)
+    models = {cand_cfg.gate_model: rec.gate_model, cand_cfg.reranker_model: rec.ltr_model}
+    _record(decision, cand_cfg, rec.facts, int(prod_doc["version"]) + 1, models)
     return decision
-
-
-def _promoted_config(rec: Recommended) -> tuple[PipelineConfig, LearnedGate | None]:
-    """The config as production will hold it (a learned gate's model named by its content
-    address under gate_models/, with its digest) and the loaded model (None for other gates)."""
-    if rec.gate_model is None:
-        return rec.config, None
-    digest = hashlib.sha256(rec.gate_model).hexdigest()
-    cfg = rec.config.replace(gate_model=gate_model_name(digest), gate_model_digest=digest)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / GATE_MODEL_FILE
-        path.write_bytes(rec.gate_model)
-        return cfg, load_gate_file(path, digest, cfg)
-
-
-def gate_model_name(digest: str) -> str:
-    """Where production keeps a learned gate's model, relative to the production file."""
-    return f"{GATE_MODELS_DIR}/{digest[:12]}.json"
 
 
 def accepted_on_block(measured: dict[str, dict[str, float]]) -> dict[str, Any]:
@@ -658,7 +635,7 @@ def _record(
     cfg: PipelineConfig,
     facts: dict[str, Any],
     version: int,
-    gate_model: bytes | None = None,
+    models: dict[str, bytes | None] | None = None,
 ) -> None:
     client = _client()
     previous = _ensure_current_registered(client) if decision.accepted else None
@@ -683,10 +660,11 @@ def _record(
     _write_report(report, "promote")
     if not decision.accepted:
         return
-    if gate_model is not None:  # content-addressed: an older model file is never overwritten
-        target = PRODUCTION.parent / cfg.gate_model
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(gate_model)
+    for name, data in (models or {}).items():  # content-addressed: never another model's file
+        if name and data is not None:
+            target = PRODUCTION.parent / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
     PRODUCTION.write_text(text, encoding="utf-8")
     new = _register(client, run, "promote", tags)
     client.set_registered_model_alias(REGISTERED_NAME, "production", new.version)
@@ -702,7 +680,10 @@ def rollback() -> tuple[str, str]:
         raise ConfigError("nothing to roll back to: the registry has no 'previous' version")
     text = _version_text(previous)
     restored = PipelineConfig.from_dict(yaml.safe_load(text)["pipeline"])  # never an invalid file
-    if restored.gate == "learned":  # its model file stayed in gate_models/: check it is intact
+    # Its model files stayed in models/ (content-addressed, never removed): check they are intact.
+    if restored.reranker_model:
+        load_reranker(restored, PRODUCTION.parent)
+    if restored.gate == "learned":
         load_gate(restored, PRODUCTION.parent)
     PRODUCTION.write_text(text, encoding="utf-8")
     tags = {

@@ -1,17 +1,21 @@
 """The trained learning-to-rank reranker and its file.
 
-`LTRReranker` puts a fitted scikit-learn pair classifier behind the `Reranker` protocol (the score
-is P(gold | features)); `save_ltr` / `load_ltr` pickle it with its metadata under
-`var/models/ltr-<name>.pkl`. Training lives in `fit` (pairs, model selection) and
-`citegate.research.ltr_training` (pools from traces and the database).
+`LTRReranker` puts a fitted pair classifier behind the `Reranker` protocol (the score is
+P(gold | features)). The model is data, never a pickle: `save_ltr` writes it as deterministic JSON
+(`var/models/ltr-<name>.json`: the estimator's trees or coefficients, `portable`, and the training
+metadata that is a function of the training data), and the sha256 of those bytes is its digest; a
+promotion copies the same bytes to `experiments/models/` and the config names them by digest. What
+varies between two trainings on the same data (wall time, the date) goes to a side file,
+`ltr-<name>.run.json`, which nothing scores from. Training lives in `fit` (pairs, model
+selection) and `citegate.research.ltr_training` (pools from traces and the database).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
-import pickle
 import re
 import warnings
 from collections.abc import Sequence
@@ -24,10 +28,13 @@ from threadpoolctl import ThreadpoolController
 from citegate.core import paths
 from citegate.core.errors import ConfigError
 from citegate.models.ltr.features import FEATURE_NAMES, features
+from citegate.models.ltr.portable import PortableModel, from_doc, from_sklearn
 from citegate.models.protocols import Scorable
 
-MODEL_FORMAT = 1
+MODEL_FORMAT = 2  # 1 was a pickle
+MODEL_KIND = "citegate.ltr_model"
 DEFAULT_NAME = "default"
+RUN_FIELDS = ("trained_at", "seconds")  # training facts that differ run to run: the side file's
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -39,30 +46,44 @@ class LTRReranker:
     def __init__(self, name: str, model: Any, meta: dict[str, Any] | None = None) -> None:
         self.name = name
         self.id = f"ltr/{name}"
-        self.model = model
-        self.meta = dict(meta or {})
-        # Digest of the fitted model: `id` stays `ltr/<name>` (configs name it), so a cache that
-        # must not serve a retrained model's old scores should key on `cache_id` instead.
-        self.version = self.meta.setdefault(
-            "version", hashlib.sha256(pickle.dumps(model, protocol=5)).hexdigest()[:12]
+        # A fitted scikit-learn estimator is converted to its data form at once: what is scored
+        # is what is saved, so a model scores the same before and after a round trip.
+        self.model = (
+            model if isinstance(model, PortableModel) else from_sklearn(model, len(FEATURE_NAMES))
         )
-        self.cache_id = f"{self.id}@{self.version}"
+        self.meta = {k: v for k, v in (meta or {}).items() if k not in RUN_FIELDS}
         names = tuple(self.meta.get("feature_names", FEATURE_NAMES))
         if names != FEATURE_NAMES:
             raise ConfigError(
                 f"LTR model {name!r} was trained on other features; retrain it with "
                 f"`citegate ltr train --name {name}`"
             )
+        # Digest of the model file's bytes: `id` stays `ltr/<name>` (configs name it), so a cache
+        # that must not serve a retrained model's old scores keys on `cache_id` instead.
+        self.digest = hashlib.sha256(self.to_bytes()).hexdigest()
+        self.version = self.digest[:12]
+        self.cache_id = f"{self.id}@{self.version}"
 
     def score(self, question: str, cands: Sequence[Scorable]) -> list[float]:
         """P(candidate is gold) for each candidate (pass the question's whole pool: the relative
         features are computed over it)."""
         if not cands:
             return []
-        X = features(question, cands)
-        with one_thread():  # a few hundred rows: OpenMP start-up costs more than it saves
-            proba = positive_proba(self.model, X)
+        proba = self.model.positive_proba(features(question, cands))
         return [float(p) for p in proba]
+
+    def to_bytes(self) -> bytes:
+        """The model file: deterministic JSON (sorted keys, exact float reprs), so the same
+        training data gives the same bytes and the same digest."""
+        doc = {
+            "format": MODEL_FORMAT,
+            "kind": MODEL_KIND,
+            "name": self.name,
+            "feature_names": list(FEATURE_NAMES),
+            "estimator": self.model.doc,
+            "meta": self.meta,
+        }
+        return (json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode()
 
 
 def positive_proba(model: Any, X: np.ndarray) -> np.ndarray:
@@ -96,43 +117,98 @@ def bare_name(name: str) -> str:
 
 
 def model_path(name: str) -> Path:
-    """Where the model `name` (or `ltr/name`) is stored: `var/models/ltr-<name>.pkl`."""
-    return paths.var_dir() / "models" / f"ltr-{bare_name(name)}.pkl"
+    """Where the model `name` (or `ltr/name`) is stored: `var/models/ltr-<name>.json`."""
+    return paths.var_dir() / "models" / f"ltr-{bare_name(name)}.json"
 
 
-def save_ltr(reranker: LTRReranker, path: Path | None = None) -> Path:
-    """Pickle the model with its metadata (written atomically)."""
+def run_path(model_file: Path) -> Path:
+    """The side file of a model file: `ltr-<name>.run.json` (when and how long it trained)."""
+    return model_file.with_name(model_file.name.removesuffix(".json") + ".run.json")
+
+
+def save_ltr(
+    reranker: LTRReranker, path: Path | None = None, run: dict[str, Any] | None = None
+) -> Path:
+    """Write the model file (atomically) and, given `run`, its side file."""
     path = Path(path or model_path(reranker.name))
     path.parent.mkdir(parents=True, exist_ok=True)
-    blob = {"format": MODEL_FORMAT, "model": reranker.model, "meta": reranker.meta}
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_bytes(pickle.dumps(blob, protocol=5))
-    tmp.replace(path)
+    _write_atomic(path, reranker.to_bytes())
+    if run is not None:
+        _write_atomic(run_path(path), (json.dumps(run, sort_keys=True, indent=1) + "\n").encode())
     return path
 
 
-def load_ltr(name: str, path: Path | None = None) -> LTRReranker:
-    """The trained model `name` (`ltr/<name>` works too); ConfigError if it was never trained."""
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def load_ltr(name: str, path: Path | None = None, digest: str | None = None) -> LTRReranker:
+    """The trained model `name` (`ltr/<name>` works too), read from `path` (default
+    `model_path(name)`); ConfigError naming the file when it is missing, its sha256 differs from
+    `digest` (when given), or it is not a model file of this format."""
     import sklearn
 
     bare = bare_name(name)
     path = Path(path or model_path(bare))
-    if not path.exists():
-        raise ConfigError(
-            f"no trained LTR model {bare!r} at {path}; train it with "
-            f"`citegate ltr train --name {bare}`"
+    retrain = f"retrain it with `citegate ltr train --name {bare}`"
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        hint = (
+            "promote the run that trained it"
+            if digest
+            else f"train it with `citegate ltr train --name {bare}`"
         )
-    blob = pickle.loads(path.read_bytes())
-    if not isinstance(blob, dict) or blob.get("format") != MODEL_FORMAT:
-        raise ConfigError(
-            f"{path} is not an LTR model of format {MODEL_FORMAT}; retrain it with "
-            f"`citegate ltr train --name {bare}`"
-        )
-    meta = blob["meta"]
-    if meta.get("sklearn") != sklearn.__version__:
+        raise ConfigError(f"{path}: no LTR model file ({exc.strerror or exc}); {hint}") from exc
+    actual = hashlib.sha256(data).hexdigest()
+    if digest is not None and digest.lower() != actual:
+        raise ConfigError(f"{path}: LTR model digest {actual} differs from the expected {digest}")
+    doc = _parse(path, data, retrain)
+    meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
+    if meta.get("sklearn") not in (None, sklearn.__version__):
         warnings.warn(
             f"LTR model {bare!r} was trained with scikit-learn {meta.get('sklearn')}, "
             f"running {sklearn.__version__}",
             stacklevel=2,
         )
-    return LTRReranker(bare, blob["model"], meta)
+    try:
+        model = from_doc(doc["estimator"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"{path}: malformed LTR estimator ({exc}); {retrain}") from exc
+    reranker = LTRReranker(str(doc.get("name", bare)), model, meta)
+    if reranker.digest != actual:
+        raise ConfigError(
+            f"{path}: not in canonical form (its content re-serialises differently); {retrain}"
+        )
+    return reranker
+
+
+def _parse(path: Path, data: bytes, retrain: str) -> dict[str, Any]:
+    """The file's JSON object, checked for this format and kind."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: not a JSON LTR model ({exc}); {retrain}") from exc
+    if (
+        not isinstance(doc, dict)
+        or doc.get("format") != MODEL_FORMAT
+        or doc.get("kind") != MODEL_KIND
+    ):
+        got = (doc.get("format"), doc.get("kind")) if isinstance(doc, dict) else type(doc).__name__
+        raise ConfigError(
+            f"{path}: not an LTR model of format {MODEL_FORMAT} (kind {MODEL_KIND!r}), found {got}; {retrain}"
+        )
+    if doc.get("feature_names") != list(FEATURE_NAMES):
+        raise ConfigError(f"{path}: LTR model was trained on other features; {retrain}")
+    return doc
+
+
+def load_run(name: str) -> dict[str, Any]:
+    """The side file of the trained model `name` ({} when there is none)."""
+    p = run_path(model_path(name))
+    try:
+        return dict(json.loads(p.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return {}

@@ -15,13 +15,13 @@ from citegate.core.config import PipelineConfig
 from citegate.core.errors import MODEL_ERROR
 from citegate.core.progress import bar
 from citegate.models.embed import default_embedder
-from citegate.models.rerank import make_reranker
 from citegate.pipeline.compose import compose
 from citegate.pipeline.fallback import NO_ANSWER, outline_call
 from citegate.pipeline.retrieve import replay
 from citegate.research.ltr_training import fetch_texts
 from citegate.research.traces import traces_for
 from citegate.store.db import connect
+from citegate.store.production import load_reranker
 from citegate.studies.citation.compute import (
     FORMATS,
     MAX_SOURCES,
@@ -43,7 +43,7 @@ def grounded_items(fq: Any, cfg: PipelineConfig, reranker: str = "none") -> list
     question, replayed under `cfg` on its corpus build), notes hydrated with their texts."""
     emb = default_embedder()
     cfg = cfg.replace(embedder=emb.id, reranker=reranker)
-    rr = make_reranker(cfg.reranker)
+    rr = load_reranker(cfg)
     out: list[GroundedItem] = []
     with connect() as conn:
         for corpus in sorted(set(fq.corpora.values())):

@@ -25,7 +25,6 @@ from citegate.corpus.builds import build_id
 from citegate.corpus.questions import Question, load_set
 from citegate.models.embed import default_embedder
 from citegate.models.llm import LOCAL_MODEL_ID, ChatClient, LocalLlamaServer, local_model_path
-from citegate.models.rerank import make_reranker
 from citegate.pipeline.fallback import (
     PROMPT_VARIANTS,
     Search,
@@ -36,6 +35,7 @@ from citegate.pipeline.retrieve import replay
 from citegate.research.study import sample
 from citegate.research.traces import traces_for
 from citegate.store.db import connect
+from citegate.store.production import load_reranker
 from citegate.studies.fallback.compute import FallbackQuestions, Item, answer_row, question_records
 
 QWEN_FILE = "qwen2.5-0.5b-instruct-q4.gguf"
@@ -208,7 +208,7 @@ def run_calls(
         raise CitegateError(f"unknown prompt variant(s) {bad}; known: {PROMPT_VARIANTS}")
     emb = default_embedder()
     cfg = cfg.replace(embedder=emb.id, reranker=reranker)
-    rr = make_reranker(cfg.reranker)
+    rr = load_reranker(cfg)
     usable, skipped = resolve_models(models)
     rows, info = [], [{"model": m, "used": False, "why": why} for m, why in skipped.items()]
     with connect() as conn:

@@ -15,11 +15,11 @@ from citegate.core.errors import MAX_MODEL_ERROR_SHARE
 from citegate.core.progress import bar
 from citegate.corpus.questions import QuestionSet, resolve_gold
 from citegate.models.embed import default_embedder
-from citegate.models.rerank import make_reranker
 from citegate.pipeline.rewrite import (
     rewrite_query,
 )
 from citegate.store.db import connect
+from citegate.store.production import load_reranker
 from citegate.studies.fallback import model_client, probe_search, resolve_models
 from citegate.studies.followup.compute import (
     REWRITE_COLUMNS,
@@ -86,7 +86,7 @@ def search_arms(
     queries = arm_queries(conversations, rewrites)
     emb = default_embedder()
     cfg = cfg.replace(embedder=emb.id)
-    rr = make_reranker(cfg.reranker)
+    rr = load_reranker(cfg)
     followups = QuestionSet(qset.name, qset.corpus, tuple(c.followup for c in conversations))
     with connect() as conn:
         by_qid = resolve_gold(conn, followups, emb.id)

@@ -58,8 +58,13 @@ from citegate.studies.signals.report import (
     language_gap_lines,
 )
 from citegate.studies.signals.run import load_studies, signal_inputs
+from citegate.studies.signals.units import levels_table, unit_lines, unit_metrics, unit_points
 
 __all__ = [
+    "levels_table",
+    "unit_lines",
+    "unit_metrics",
+    "unit_points",
     "COLUMNS",
     "GATE_MODEL_FILE",
     "NEGATIVES",

@@ -469,15 +469,20 @@ def transfer_table(
 
 
 def certify(
-    scores: np.ndarray, frame: pd.DataFrame, alpha: float, delta: float, kinds: Sequence[str]
+    scores: np.ndarray,
+    frame: pd.DataFrame,
+    alpha: float,
+    delta: float,
+    kinds: Sequence[str],
+    units: np.ndarray | None = None,
 ) -> CertifiedKinds:
     """The certified threshold of `scores` on calibration rows `frame` (raw labels): per kind
     present, answerable vs that kind at δ/m (Bonferroni over the m kinds; `evaluation.certify`),
-    the strictest kind's threshold."""
+    the strictest kind's threshold; with `units` (one per row) negatives count per unit."""
     labels = frame["label"].to_numpy()
     present = [k for k in kinds if (labels == k).any()]
     by_kind = {k: _kind_labels(labels, k) for k in present}
-    return certify_kinds(np.asarray(scores, dtype=float), by_kind, alpha, delta)
+    return certify_kinds(np.asarray(scores, dtype=float), by_kind, alpha, delta, units=units)
 
 
 def _kind_labels(labels: np.ndarray, kind: str) -> np.ndarray:
@@ -509,10 +514,15 @@ def certified_points(
     cal_share: float,
     negatives: Sequence[str] = NEGATIVES,
     production_kind: str = "logistic",
+    *,
+    per_group: bool = False,
 ) -> list[GatePoint]:
     """Per corpus and α: the learned (logistic) gate certified on the calibration part of tune
-    (groups disjoint from its fit part), and max cosine alone certified on all of tune."""
+    (groups disjoint from its fit part), and max cosine alone certified on all of tune. With
+    `per_group`, negatives count per question group (the certificate over independent units,
+    `studies.signals.units`; `calibrated_on` says so)."""
     out = []
+    per = " (per question group)" if per_group else ""
     for corpus, g in frame.groupby("corpus", sort=False):
         _, cal = tune_parts(g, cal_share)
         tune = g[g["split"] == "tune"]
@@ -523,8 +533,9 @@ def certified_points(
         )
         for alpha in alphas:
             for name, scores, rows, where in pairs:
-                cert = certify(scores, rows, alpha, delta, negatives)
-                out.append(GatePoint(str(corpus), name, alpha, delta, cert, where))
+                units = rows["group"].astype(str).to_numpy() if per_group else None
+                cert = certify(scores, rows, alpha, delta, negatives, units=units)
+                out.append(GatePoint(str(corpus), name, alpha, delta, cert, where + per))
     return out
 
 

@@ -244,6 +244,18 @@ def headline(
         if r["trained on"] != r["tested on"]:
             key = f"transfer_{short(r['trained on'])}_to_{short(r['tested on'])}_auroc_vs_{r['negatives']}"
             out[key] = r["AUROC"]
+    out |= certified_metrics(realised, alphas)
+    del aurocs  # the per-signal table is reported, not logged metric by metric
+    return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(float(v))}
+
+
+def certified_metrics(
+    realised: pd.DataFrame, alphas: Sequence[float], suffix: str = ""
+) -> dict[str, float]:
+    """`<corpus>_<gate>_<a><suffix>_answer_rate`, `..._bound_<kind>`, `..._test_false_answer_rate_
+    <kind>` (every language) and `..._answer_rate_<lang>` (vs the first kind) of the production
+    gate and max cosine at each α, raw labels (`suffix` "_unit" for the per-unit certificate)."""
+    out: dict[str, float] = {}
     for r in realised[(realised["labels"] == RAW)].to_dict("records"):
         if (
             r["gate"] not in (PRODUCTION_GATE, "max_cosine")
@@ -251,15 +263,16 @@ def headline(
         ):
             continue
         g = "learned" if r["gate"] == PRODUCTION_GATE else "max_cosine"
-        head = f"{short(r['corpus'])}_{g}_{_a(r['alpha'])}"
+        head = f"{short(r['corpus'])}_{g}_{_a(r['alpha'])}{suffix}"
         if r["language"] == ALL:
             out[f"{head}_answer_rate"] = r["answer rate"]
             out[f"{head}_bound_{r['negatives']}"] = r["bound"]
             out[f"{head}_test_false_answer_rate_{r['negatives']}"] = r["false-answer rate"]
+            if suffix:
+                out[f"{head}_n_units_{r['negatives']}"] = r["n_neg cal"]
         elif r["negatives"] == NEGATIVES[0]:
             out[f"{head}_answer_rate_{r['language']}"] = r["answer rate"]
-    del aurocs  # the per-signal table is reported, not logged metric by metric
-    return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(float(v))}
+    return out
 
 
 # ---------------------------------------------------------------- conclusion
