@@ -32,11 +32,14 @@ def crafted_run(
     tmp_path: Path,
     gate: LearnedGate | None = None,
     why: dict[str, object] | None = None,
+    tags: dict[str, str] | None = None,
     **changes: object,
 ) -> str:
     """An MLflow run carrying a recommended_config.yaml, like notebook 03 leaves; with `gate`,
     also gate_model.json and a config naming it (as experiment 05 leaves), with `why` a
-    recommendation.json."""
+    recommendation.json; tagged FINISHED as `citegate run` tags a completed notebook (`tags`
+    replace or add tags)."""
+    tags = {"status": "FINISHED", **(tags or {})}
     import mlflow
 
     from citegate.tracking.runner import tracking_uri
@@ -52,7 +55,7 @@ def crafted_run(
     cfg = PipelineConfig.from_dict(P.read_production(P.PRODUCTION)["pipeline"]).replace(**changes)
     save_config(cfg, folder / "recommended_config.yaml")
     with mlflow.start_run() as run:
-        mlflow.set_tags({"experiment": "03_gate_roc", "git_commit": "abc123"})
+        mlflow.set_tags({"experiment": "03_gate_roc", "git_commit": "abc123", **tags})
         mlflow.log_artifacts(str(folder))
     return run.info.run_id
 
