@@ -76,12 +76,9 @@ def check_id(where: object, record: object, value: str, limit: int = MAX_ID_CHAR
 def name_problem(value: str) -> str | None:
     """Why `value` cannot be a name (corpus, set, import: it becomes a file or folder name), or
     None: `id_problem`'s rule with `MAX_NAME_CHARS`, and no path separator or dot-only name."""
-    problem = id_problem(value, MAX_NAME_CHARS)
-    if problem:
-        return problem
     if "/" in value or "\\" in value or set(value) == {"."}:
         return "is a path, not a name; give a plain name (no '/', no '..')"
-    return None
+    return id_problem(value, MAX_NAME_CHARS)
 
 
 def check_name(where: object, value: str) -> None:

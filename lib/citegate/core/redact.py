@@ -53,6 +53,7 @@ def url_passwords(value: str) -> list[str]:
     found = [m.group(2) for m in URL_USERINFO.finditer(value)]
     found += [m.group(2) for m in URL_QUERY_PASSWORD.finditer(value)]
     found += [m.group(1).strip("'") for m in DSN_PASSWORD.finditer(value)]
+    found += [p for p in [userinfo_password(value)] if p]
     return conninfo_passwords(value) + found + [unquote(p) for p in found]
 
 
@@ -101,17 +102,31 @@ def _mask_dsn(dsn: str) -> str:
 def _mask_uri_rest(rest: str, url: str) -> str:
     """The part of a URL after `scheme://` with its user info password and its password query
     parameters masked."""
-    base, qmark, query = rest.partition("?")
-    if "@" not in base and "@" in query and _password_spans_query(url):
-        userinfo, _, after = rest.rpartition("@")
-        base, qmark, query = after.partition("?")
-        base = f"{userinfo}@{base}"
+    base, qmark, query = _split_uri_rest(rest, url)
     userinfo, at, hostpart = base.rpartition("@")
     if at and ":" in userinfo:
         base = userinfo.split(":", 1)[0] + f":{MASK}@" + hostpart
     if qmark:
         query = "&".join(_mask_param(p) for p in query.split("&"))
     return f"{base}{qmark}{query}"
+
+
+def _split_uri_rest(rest: str, url: str) -> tuple[str, str, str]:
+    """(user info and host part, '?' or '', query) of the part of a URL after `scheme://`."""
+    base, qmark, query = rest.partition("?")
+    if "@" not in base and "@" in query and _password_spans_query(url):
+        userinfo, _, after = rest.rpartition("@")
+        base, qmark, query = after.partition("?")
+        base = f"{userinfo}@{base}"
+    return base, qmark, query
+
+
+def userinfo_password(url: str) -> str | None:
+    """The password of a URL's user info as `mask_url` reads it (up to the last '@'), raw; None
+    when there is none. libpq's messages may quote it ('unexpected spaces found in ...')."""
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, _ = _split_uri_rest(rest, url)[0].rpartition("@")
+    return userinfo.split(":", 1)[1] if sep and at and ":" in userinfo else None
 
 
 def _password_spans_query(url: str) -> bool:

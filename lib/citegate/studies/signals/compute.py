@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from citegate.core.errors import TooFewQuestions
 from citegate.evaluation import metrics as M
 from citegate.evaluation.certify import (
     Certified,
@@ -563,7 +564,30 @@ def realised_table(
                 for lang in _languages(sub):
                     lsub = _by_language(sub, lang)
                     rows.append(_realised_row(p, neg, view, lang, lsub, answered[lsub.index]))
+    if not rows:
+        raise TooFewQuestions(_too_few(frame, negatives))
     return pd.DataFrame(rows)
+
+
+def _label_counts(rows: pd.DataFrame) -> str:
+    """'3 test questions (answerable 3)': a split's size and its labels."""
+    labels = ", ".join(f"{k} {n}" for k, n in rows["label"].value_counts().items())
+    return f"{len(rows)} test questions ({labels or 'none'})"
+
+
+def _too_few(frame: pd.DataFrame, negatives: Sequence[str]) -> str:
+    """Why no realised row exists: each corpus's test split with its counts per label."""
+    test = frame[frame["split"] == "test"]
+    counts = "; ".join(
+        f"{corpus}: {_label_counts(test[test['corpus'] == corpus])}"
+        for corpus in frame["corpus"].unique()
+    )
+    return (
+        "no certified gate can be checked on the test split: it needs answerable questions and "
+        f"negatives of a kind in {list(negatives)} in each corpus's test split, found {counts}. "
+        "The corpus is too small for this study: import more questions, or hold out more "
+        "documents (--holdout) so out_of_corpus questions exist"
+    )
 
 
 def _realised_row(
