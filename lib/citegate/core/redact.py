@@ -81,10 +81,11 @@ def mask_url(url: str) -> str:
     By span: the URL's user info (up to its LAST '@', so a raw '@' or '/' in the password hides
     it all; across a '?' when libpq reads the '?' as part of the password, as it does), the
     `password=` / `sslpassword=` query parameters (any case), the same keys in a `key=value`
-    string. Then by value: every password libpq itself parses out of `url`, in every form."""
+    string. Then by value: every password found (`url_passwords`: libpq's own parse and the
+    patterns), in every form, wherever else it appears."""
     scheme, sep, rest = url.partition("://")
     masked = _mask_dsn(url) if not sep else scheme + sep + _mask_uri_rest(rest, url)
-    return mask_values(masked, conninfo_passwords(url))
+    return mask_values(masked, url_passwords(url))
 
 
 def mask_values(text: str, secrets: list[str]) -> str:

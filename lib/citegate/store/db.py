@@ -90,7 +90,7 @@ def connect(url: str | None = None, *, migrate_schema: bool = True) -> Iterator[
     url = url or database_url()
     try:
         conn = psycopg.connect(url, autocommit=True)
-    except psycopg.Error as exc:  # OperationalError: unreachable; ProgrammingError: bad options
+    except (psycopg.Error, UnicodeDecodeError) as exc:  # unreachable; bad options; '%A0' in it
         raise DatabaseError(connect_error(url, exc)) from exc
     try:
         if migrate_schema:
