@@ -208,7 +208,7 @@ def test_ask_answers_with_the_chosen_config(
     monkeypatch.setattr(ask_cli, "connect", lambda: contextlib.nullcontext())
     monkeypatch.setattr(ask_cli, "default_embedder", FakeEmbedder)
     with pytest.raises(_Stop):
-        main(["ask", "What does BG 2.13 say about the soul?", *flags])
+        main(["--debug", "ask", "What does BG 2.13 say about the soul?", *flags])
     production = read_production()["pipeline"]
     expected = {
         "production": (

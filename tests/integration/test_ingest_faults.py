@@ -8,6 +8,7 @@ links out of the folder, --name with a built-in. CLI cases go through `citegate.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -359,3 +360,66 @@ def test_bad_ingest_arguments_are_one_line_errors(
     assert err.startswith("citegate: error:") and len(err.strip().splitlines()) == 1
     assert message in err
     assert conn.execute("SELECT count(*) FROM fragments").fetchone()[0] == 0
+
+
+# ------------------------------------------------------------ issue 21: concurrent ingests
+
+
+@dataclass
+class GatedEmbedder:
+    """A real embedder whose first passage call waits for `gate`, after setting `entered`: an
+    ingest held in mid-embedding while a second one starts."""
+
+    inner: Embedder
+    entered: threading.Event
+    gate: threading.Event
+    calls: int = 0
+
+    @property
+    def id(self) -> str:
+        return self.inner.id
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.inner.embed_queries(texts)
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        if self.calls == 1:
+            self.entered.set()
+            self.gate.wait(30)
+        return self.inner.embed_passages(texts)
+
+
+def test_a_second_concurrent_ingest_of_one_folder_waits_and_reports_the_rows_unchanged(
+    fresh_db: str, embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    from citegate.store import db
+
+    folder = tmp_path / "talks"
+    write_doc(folder / "a.txt", 3)
+    write_doc(folder / "b.txt", 2)
+    entered, gate = threading.Event(), threading.Event()
+    reports: dict[str, object] = {}
+
+    def run(name: str, emb: Embedder) -> None:
+        with db.connect(fresh_db) as c:
+            reports[name] = ingest_corpus(c, str(folder), emb, progress=False)
+
+    first = threading.Thread(target=run, args=("first", GatedEmbedder(embedder, entered, gate)))
+    first.start()
+    assert entered.wait(30)
+    second = threading.Thread(target=run, args=("second", embedder))
+    second.start()
+    second.join(2)  # before the fix it ran to the end here, writing what the first then skipped
+    gate.set()
+    first.join(60)
+    second.join(60)
+    a, b = reports["first"], reports["second"]
+    for rep in (a, b):
+        assert rep.written + rep.skipped == rep.seen, rep  # type: ignore[attr-defined]
+    assert (a.written, a.skipped) == (5, 0)  # type: ignore[attr-defined]
+    assert (b.written, b.skipped) == (0, 5)  # type: ignore[attr-defined]

@@ -37,11 +37,14 @@ def crafted_run(
     gate: LearnedGate | None = None,
     why: dict[str, object] | None = None,
     artifacts: Path | None = None,
+    tags: dict[str, str] | None = None,
     **changes: object,
 ) -> str:
     """An MLflow run carrying a recommended_config.yaml, like notebook 03 leaves; with `gate`,
     also gate_model.json and a config naming it (as experiment 05 leaves), with `why` a
-    recommendation.json."""
+    recommendation.json; tagged FINISHED as `citegate run` tags a completed notebook (`tags`
+    replace or add tags)."""
+    tags = {"status": "FINISHED", **(tags or {})}
     import mlflow
 
     from citegate.tracking.runner import tracking_uri
@@ -59,7 +62,7 @@ def crafted_run(
     cfg = PipelineConfig.from_dict(P.read_production(P.PRODUCTION)["pipeline"]).replace(**changes)
     save_config(cfg, folder / "recommended_config.yaml")
     with mlflow.start_run() as run:
-        mlflow.set_tags({"experiment": "03_gate_roc", "git_commit": "abc123"})
+        mlflow.set_tags({"experiment": "03_gate_roc", "git_commit": "abc123", **tags})
         mlflow.log_artifacts(str(folder))
     return run.info.run_id
 
@@ -437,3 +440,53 @@ def test_production_file_refuses_what_it_cannot_mean(
     assert str(path) in str(err.value)
     with pytest.raises(ConfigError, match=message):
         load_production_config(path)  # refused before any database is touched
+
+
+@pytest.mark.db
+@pytest.mark.parametrize(
+    ("tags", "needle"),
+    [
+        ({"status": "FAILED", "error": "KeyError: 'labels'"}, "its notebook did not complete"),
+        ({"check": "FAIL"}, "its expected-metric check FAILED"),
+        ({"status": ""}, "status tag ''"),
+    ],
+)
+def test_a_failed_run_is_never_promoted_even_forced(
+    env: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    tags: dict[str, str],
+    needle: str,
+) -> None:
+    before = env.read_bytes()
+    run = crafted_run(tmp_path, tags=tags, fallback_admission=0.55)
+    with pytest.raises(ConfigError, match="--force does not override"):
+        P.promote(run, force=True, reason="try to force a failed run")
+    code = main(["promote", run, "--force", "--reason", "try to force a failed run"])
+    err = capsys.readouterr().err
+    ours = [line for line in err.splitlines() if "mlflow" not in line]  # mlflow logs its setup
+    assert code == 2 and needle in err and len(ours) == 1 and "Traceback" not in err
+    assert env.read_bytes() == before
+
+
+@pytest.mark.db
+def test_a_run_failed_in_mlflow_is_never_promoted(env: Path, tmp_path: Path) -> None:
+    import mlflow
+
+    run = crafted_run(tmp_path, fallback_admission=0.55)
+    mlflow.MlflowClient().set_terminated(run, status="FAILED")
+    with pytest.raises(ConfigError, match="its MLflow status is FAILED"):
+        P.promote(run, force=True, reason="try")
+
+
+@pytest.mark.db
+def test_a_promotion_after_a_rollback_never_reuses_a_version_number(
+    env: Path, tmp_path: Path
+) -> None:
+    v0 = P.read_production(env)["version"]
+    assert P.promote(crafted_run(tmp_path, fallback_admission=0.55)).accepted
+    assert P.read_production(env)["version"] == v0 + 1
+    P.rollback()
+    assert P.read_production(env)["version"] == v0
+    assert P.promote(crafted_run(tmp_path, fallback_admission=0.56)).accepted
+    assert P.read_production(env)["version"] == v0 + 2  # not a second, different "v0 + 1"

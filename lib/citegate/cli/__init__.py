@@ -10,13 +10,21 @@ adds its subcommands and `cmd_*` functions that call the domain modules' plain f
 
 This package is the top layer: it may import every other subpackage, and it is the only place
 that imports argparse. The entry point is `citegate = "citegate.cli:main"` (`python -m citegate`).
+
+Errors: a `CitegateError` (bad input, config, database) prints one line and exits 2. Any other
+exception is a bug or an input nobody foresaw: it too prints one line, naming the command, its
+input and a log file under `var/logs/` that holds the traceback (`--debug` raises it instead).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from citegate.cli import (
     ask,
@@ -32,12 +40,15 @@ from citegate.cli import (
     scale,
     tools,
 )
+from citegate.core import paths
 from citegate.core.errors import CitegateError
+from citegate.core.redact import scrub
 
 Handler = Callable[[argparse.Namespace], int]
 
 # Command groups in the order `citegate --help` lists them.
 GROUPS = (corpus, ask, data, audit, run, export, promote, ltr, bench, scale, reports, tools)
+MAX_SHOWN_INPUT = 200  # characters of the command line an error line repeats
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="citegate",
         description="citegate: a cite-or-abstain retrieval pipeline and its research suite.",
     )
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help="show the full traceback of an unexpected error (default: one line and a log file)",
+    )
     sub = p.add_subparsers(dest="command", required=True)
     for group in GROUPS:
         group.register(sub)
@@ -53,13 +69,55 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: run one subcommand; a `CitegateError` prints one clear line and exits 2."""
+    """Entry point: run one subcommand. A `CitegateError` prints one clear line and exits 2; any
+    other exception prints one line naming the command, its input and the log file holding the
+    traceback, and exits 2 (with `--debug` it is raised)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except CitegateError as exc:
-        print(f"citegate: error: {exc}", file=sys.stderr)
+        print(f"citegate: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback on screen
+        if args.debug:
+            raise
+        log = write_traceback(args.command, argv, exc)
+        print(
+            f"citegate {args.command}: internal error {type(exc).__name__}: "
+            f"{one_line(str(exc), 160)} (input: {shown_input(argv)}); traceback in {log}",
+            file=sys.stderr,
+        )
+        return 2
+
+
+def one_line(text: str, chars: int = 0) -> str:
+    """`text` scrubbed of secrets, with undecodable bytes escaped (a terminal cannot print a
+    lone surrogate) and, with `chars`, its first line cut to that many characters."""
+    text = scrub(text).encode("utf-8", errors="backslashreplace").decode("utf-8")
+    if not chars:
+        return text
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= chars else first[: chars - 1] + "…"
+
+
+def shown_input(argv: Sequence[str]) -> str:
+    """The command line as an error line repeats it: scrubbed, escaped, cut."""
+    return one_line(" ".join(repr(a) if " " in a or not a else a for a in argv), MAX_SHOWN_INPUT)
+
+
+def write_traceback(command: str, argv: Sequence[str], exc: BaseException) -> Path:
+    """Write the command line and the traceback of `exc`, scrubbed of secrets, to a new file
+    under `var/logs/`; its path."""
+    folder = paths.logs_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    path = folder / f"{stamp}-{command}-{os.getpid()}.log"
+    body = "".join(traceback.format_exception(exc))
+    path.write_text(
+        one_line(f"citegate {shown_input(argv)}\n\n{body}"), encoding="utf-8", errors="replace"
+    )
+    return path
 
 
 __all__ = ["GROUPS", "Handler", "build_parser", "main"]

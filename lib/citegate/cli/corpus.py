@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 from citegate.core.errors import ConfigError
+from citegate.core.inputs import MAX_SOURCE_MB, check_name
 from citegate.models.embed import default_embedder
 from citegate.store.db import connect, database_url, mask_url, server_facts
 from citegate.store.ingest import demo_readers, ingest_corpus
@@ -18,6 +19,7 @@ def check_ingest_args(args: argparse.Namespace, builtin: Sequence[str]) -> None:
         raise ConfigError(f"--max-source-mb must be positive, not {args.max_source_mb:g}")
     if args.name is None:
         return
+    check_name("--name", args.name)
     named = [c for c in args.corpus if c in builtin]
     if named:
         raise ConfigError(
@@ -102,9 +104,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     ing.add_argument(
         "--max-source-mb",
         type=float,
-        default=5.0,
+        default=MAX_SOURCE_MB,
         metavar="MB",
-        help="refuse a file larger than this (default 5 MB, about 5,000 fragments to embed)",
+        help=f"refuse a file larger than this (default {MAX_SOURCE_MB:g} MB, about 5,000 "
+        "fragments to embed)",
     )
     ing.set_defaults(func=cmd_ingest)
     doc = sub.add_parser("doctor", help="show database, extensions, embedder and counts")

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 
 from citegate.core import paths
+from citegate.core.errors import ConfigError
+from citegate.core.inputs import MAX_SOURCE_MB
 from citegate.corpus.datacheck import CARD, check_all, check_card, counts_markdown, rebuild
 from citegate.corpus.holdout import DEFAULT_SHARE, Holdout
 from citegate.corpus.questions import SETS, load_set
@@ -68,6 +70,7 @@ def cmd_import_beir(args: argparse.Namespace) -> int:
             holdout=holdout_of(args),
             out_of_scope=args.out_of_scope,
             replace=args.replace,
+            max_source_bytes=max_source_bytes(args),
         )
     print(format_import(rep, time.perf_counter() - clock))
     return 0
@@ -78,9 +81,35 @@ def cmd_import_questions(args: argparse.Namespace) -> int:
     clock = time.perf_counter()
     emb = default_embedder()
     with connect() as conn:
-        rep = import_questions(conn, args.file, args.corpus, emb, replace=args.replace)
+        rep = import_questions(
+            conn,
+            args.file,
+            args.corpus,
+            emb,
+            replace=args.replace,
+            max_source_bytes=max_source_bytes(args),
+        )
     print(format_import(rep, time.perf_counter() - clock))
     return 0
+
+
+def max_source_bytes(args: argparse.Namespace) -> int:
+    """`--max-source-mb` in bytes (the one limit on text, as for `citegate ingest`)."""
+    if args.max_source_mb <= 0:
+        raise ConfigError(f"--max-source-mb must be positive, not {args.max_source_mb:g}")
+    return int(args.max_source_mb * 1024 * 1024)
+
+
+def add_max_source(p: argparse.ArgumentParser) -> None:
+    """`--max-source-mb`, shared by every command that brings text in."""
+    p.add_argument(
+        "--max-source-mb",
+        type=float,
+        default=MAX_SOURCE_MB,
+        metavar="MB",
+        help=f"refuse a document, question or file larger than this (default {MAX_SOURCE_MB:g} "
+        "MB, about 5,000 fragments to embed)",
+    )
 
 
 def cmd_split(args: argparse.Namespace) -> int:
@@ -184,6 +213,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "shipped out-of-scope set",
     )
     _holdout_args(imp)
+    add_max_source(imp)
     imp.set_defaults(func=cmd_import_beir)
     q = actions.add_parser(
         "import-questions",
@@ -192,6 +222,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("file", type=Path, help="CSV (id,text,gold[,language,split]) or JSONL")
     q.add_argument("--corpus", required=True, help="the imported corpus the gold ids name")
     q.add_argument("--replace", action="store_true", help="as for import-beir")
+    add_max_source(q)
     q.set_defaults(func=cmd_import_questions)
     s = actions.add_parser(
         "split",

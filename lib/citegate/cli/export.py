@@ -8,6 +8,7 @@ from pathlib import Path
 from citegate.core import paths
 from citegate.core.config import resolve
 from citegate.core.errors import ConfigError
+from citegate.core.inputs import check_name, inside
 from citegate.models.embed import default_embedder
 from citegate.research.export import KS, ExportedRun, export_experiment_run, export_set
 from citegate.store.db import connect
@@ -17,8 +18,10 @@ def cmd_export_run(args: argparse.Namespace) -> int:
     """Write the files, then print where they are and citegate's metrics on them."""
     if bool(args.run_id) == bool(args.set):
         raise ConfigError("give an experiment RUN_ID or --set NAME (one of the two)")
+    check_name("--set" if args.set else "RUN_ID", args.set or args.run_id)
     emb = default_embedder()
-    folder = Path(args.out) if args.out else paths.var_dir() / "exports" / (args.run_id or args.set)
+    exports = paths.var_dir() / "exports"
+    folder = Path(args.out) if args.out else inside(exports, args.run_id or args.set)
     with connect() as conn:
         if args.set:
             cfg = resolve(args.config).replace(

@@ -34,7 +34,13 @@ def parse_sets(pairs: list[str]) -> dict[str, Any]:
         if "=" not in pair:
             raise ConfigError(f"--set expects KEY=VALUE, got {pair!r}")
         key, value = pair.split("=", 1)
-        out[key.strip()] = yaml.safe_load(value)
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except (yaml.YAMLError, RecursionError, ValueError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigError(
+                f"--set {key.strip()}: the value is not valid YAML ({first})"
+            ) from exc
     return out
 
 

@@ -310,7 +310,8 @@ def _coerce_thresholds(value: Any, source: str) -> Any:
 def load_config(path: Path) -> PipelineConfig:
     """Read a YAML file holding a `PipelineConfig` (optionally under a `pipeline:` key).
 
-    A missing or unreadable file, invalid YAML or a non-mapping is a ConfigError naming the path.
+    A missing or unreadable file, invalid YAML, an empty file or a non-mapping is a ConfigError
+    naming the path (an empty file would otherwise run the design numbers without saying so).
     """
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -318,9 +319,14 @@ def load_config(path: Path) -> PipelineConfig:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ConfigError(f"{path}: cannot read the config file: {reason}") from exc
     try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
+        data = yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError, ValueError) as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if data is None:
+        raise ConfigError(
+            f"{path}: the config file is empty; write the pipeline keys to use (or pass "
+            "--design for the design numbers)"
+        )
     if isinstance(data, dict) and "pipeline" in data:
         data = data["pipeline"]
     if not isinstance(data, dict):
@@ -358,7 +364,7 @@ def read_production(path: Path | None = None) -> dict[str, Any]:
     path = Path(path or PRODUCTION)
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, ValueError) as exc:
         raise ConfigError(f"{path}: cannot read the production config: {exc}") from exc
     if not isinstance(doc, dict):
         raise ConfigError(f"{path}: expected a mapping with keys {list(TOP_LEVEL_KEYS)}")
@@ -450,7 +456,7 @@ def _is_production_document(path: Path) -> bool:
     an unreadable file is not (`load_config` then names the problem)."""
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, ValueError):
         return False
     return isinstance(data, dict) and "version" in data and "provenance" in data
 

@@ -31,6 +31,11 @@ class QuestionError(CitegateError):
     """A question the pipeline cannot take: empty, no letter or digit, or a NUL byte."""
 
 
+class TooFewQuestions(CitegateError):
+    """A study's questions cannot support what it reports (e.g. no negative in a corpus's test
+    split to check a certified gate on): the corpus is too small, named with its counts."""
+
+
 class ModelFailure(CitegateError):
     """Model calls failed (server down, HTTP errors) beyond what a run may tolerate: the run's
     numbers would score outages as model behaviour, so it stops instead."""

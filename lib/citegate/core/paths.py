@@ -35,3 +35,9 @@ def cache_dir() -> Path:
 def runs_dir() -> Path:
     """Executed notebooks, reports and figures, one folder per run."""
     return var_dir() / "runs"
+
+
+def logs_dir() -> Path:
+    """Tracebacks of unexpected errors, one file per failed command (`citegate --debug` prints
+    them instead)."""
+    return var_dir() / "logs"

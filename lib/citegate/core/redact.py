@@ -17,7 +17,10 @@ import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
+
+from psycopg import ProgrammingError
+from psycopg.conninfo import conninfo_to_dict
 
 # Names that look secret. Only for deciding which variables a child process (the local LLM server)
 # inherits; never used to redact values or drop params.
@@ -45,11 +48,100 @@ DSN_PASSWORD = re.compile(r"(?i)(?:^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
 
 
 def url_passwords(value: str) -> list[str]:
-    """Passwords inside a URL or libpq keyword string: userinfo, `?password=` and `password=`."""
+    """Passwords inside a URL or libpq keyword string: what libpq itself parses out of it
+    (`conninfo_passwords`), and by pattern the userinfo, `?password=` and `password=`."""
     found = [m.group(2) for m in URL_USERINFO.finditer(value)]
     found += [m.group(2) for m in URL_QUERY_PASSWORD.finditer(value)]
     found += [m.group(1).strip("'") for m in DSN_PASSWORD.finditer(value)]
-    return found + [unquote(p) for p in found]
+    found += [p for p in [userinfo_password(value)] if p]
+    return conninfo_passwords(value) + found + [unquote(p) for p in found]
+
+
+SECRET_PARAMS = ("password", "sslpassword")
+_DSN_SECRET = re.compile(
+    r"(?<![\w])((?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s']\S*|(?=\s|$))", re.IGNORECASE
+)
+
+
+def conninfo_passwords(value: str) -> list[str]:
+    """The passwords libpq reads from a connection string (URL or `key=value`), parsed by libpq
+    itself (`psycopg.conninfo`), in the forms they may take in text: decoded, percent-encoded.
+    None when libpq cannot parse it (`mask_url` then masks by pattern)."""
+    try:
+        params = conninfo_to_dict(value)
+    except (ProgrammingError, ValueError, TypeError):
+        return []
+    found = [str(params[k]) for k in SECRET_PARAMS if params.get(k)]
+    return found + [quote(p, safe="") for p in found] + [quote(p) for p in found]
+
+
+def mask_url(url: str) -> str:
+    """Hide every password in a connection string so it can be printed or logged.
+
+    By span: the URL's user info (up to its LAST '@', so a raw '@' or '/' in the password hides
+    it all; across a '?' when libpq reads the '?' as part of the password, as it does), the
+    `password=` / `sslpassword=` query parameters (any case), the same keys in a `key=value`
+    string. Then by value: every password found (`url_passwords`: libpq's own parse and the
+    patterns), in every form, wherever else it appears."""
+    scheme, sep, rest = url.partition("://")
+    masked = _mask_dsn(url) if not sep else scheme + sep + _mask_uri_rest(rest, url)
+    return mask_values(masked, url_passwords(url))
+
+
+def mask_values(text: str, secrets: list[str]) -> str:
+    """`text` with each of `secrets` (longest first; none shorter than 3 characters, which
+    would mask ordinary words) replaced by the mask."""
+    for secret in sorted({v for v in secrets if len(v) >= 3}, key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
+
+
+def _mask_dsn(dsn: str) -> str:
+    return _DSN_SECRET.sub(lambda m: m.group(1) + MASK, dsn)
+
+
+def _mask_uri_rest(rest: str, url: str) -> str:
+    """The part of a URL after `scheme://` with its user info password and its password query
+    parameters masked."""
+    base, qmark, query = _split_uri_rest(rest, url)
+    userinfo, at, hostpart = base.rpartition("@")
+    if at and ":" in userinfo:
+        base = userinfo.split(":", 1)[0] + f":{MASK}@" + hostpart
+    if qmark:
+        query = "&".join(_mask_param(p) for p in query.split("&"))
+    return f"{base}{qmark}{query}"
+
+
+def _split_uri_rest(rest: str, url: str) -> tuple[str, str, str]:
+    """(user info and host part, '?' or '', query) of the part of a URL after `scheme://`."""
+    base, qmark, query = rest.partition("?")
+    if "@" not in base and "@" in query and _password_spans_query(url):
+        userinfo, _, after = rest.rpartition("@")
+        base, qmark, query = after.partition("?")
+        base = f"{userinfo}@{base}"
+    return base, qmark, query
+
+
+def userinfo_password(url: str) -> str | None:
+    """The password of a URL's user info as `mask_url` reads it (up to the last '@'), raw; None
+    when there is none. libpq's messages may quote it ('unexpected spaces found in ...')."""
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, _ = _split_uri_rest(rest, url)[0].rpartition("@")
+    return userinfo.split(":", 1)[1] if sep and at and ":" in userinfo else None
+
+
+def _password_spans_query(url: str) -> bool:
+    """Whether the user info may run past a '?': libpq reads a password there (it ends user
+    info at the first '@' or '/', not at '?'), or cannot parse the URL at all."""
+    try:
+        return bool(conninfo_to_dict(url).get("password"))
+    except (ProgrammingError, ValueError, TypeError):
+        return True
+
+
+def _mask_param(param: str) -> str:
+    key, eq, _ = param.partition("=")
+    return f"{key}={MASK}" if eq and unquote(key).strip().lower() in SECRET_PARAMS else param
 
 
 def secret_values() -> list[str]:

@@ -33,6 +33,15 @@ from typing import Any
 
 from citegate.core.errors import InputError
 from citegate.core.fragments import LIBRARY_KINDS, Fragment
+from citegate.core.inputs import (
+    MAX_SOURCE_BYTES,
+    check_size,
+    id_problem,
+    loads_json,
+    megabytes,
+    text_problem,
+)
+from citegate.core.inputs import check_name as check_printable_name
 from citegate.corpus.builds import BUILDS, DOC_LOC_PREFIX, SPLIT_SUFFIX
 from citegate.corpus.chunking import pack_text
 from citegate.corpus.datacheck import counts_markdown
@@ -134,6 +143,7 @@ class Problems:
     """Collects problems while a file is read."""
 
     items: list[Problem] = field(default_factory=list)
+    max_bytes: int = MAX_SOURCE_BYTES  # the limit on one record's text (`--max-source-mb`)
 
     def add(self, path: Path | str, line: int | str, message: str) -> None:
         """Note one bad record."""
@@ -150,7 +160,9 @@ class Problems:
 
 def check_name(name: str) -> None:
     """A corpus name an import may take: letters, digits, `_ . -`; not a built-in build or set,
-    not ending in `-split` or `-out-of-scope` (the import makes those)."""
+    not ending in `-split` or `-out-of-scope` (the import makes those); at most
+    `MAX_NAME_CHARS` characters (it names files and folders)."""
+    check_printable_name("--name", name)
     if not _NAME.fullmatch(name):
         raise InputError("--name", name, "use letters, digits, '_', '.' and '-' (no spaces)")
     if name in BUILDS or name in SETS or name.split("-")[0] in {"gita", "xquad"}:
@@ -181,7 +193,7 @@ def _json_records(path: Path, problems: Problems) -> Iterator[tuple[int, dict[st
     """(line, object) of a JSONL file; a bad line is a problem, not an exception."""
     for n, line in _lines(path, problems):
         try:
-            rec = json.loads(line)
+            rec = loads_json(line)
         except json.JSONDecodeError as exc:
             problems.add(path, n, f"not valid JSON (column {exc.colno}: {exc.msg})")
             continue
@@ -202,7 +214,17 @@ def _record_id(path: Path, n: int, rec: Mapping[str, Any], key: str, pr: Problem
     if _SPACE.search(value):
         pr.add(path, n, f"{key} {value!r} holds whitespace (TREC run files are space-separated)")
         return None
+    problem = id_problem(value)
+    if problem:
+        pr.add(path, n, f"{key} {_cut(value)} {problem}")
+        return None
     return value
+
+
+def _cut(value: str, chars: int = 40) -> str:
+    """A value's repr cut to `chars` characters, for a problem line."""
+    text = repr(value)
+    return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
 def _record_text(path: Path, n: int, rec: Mapping[str, Any], key: str, pr: Problems) -> str | None:
@@ -211,8 +233,18 @@ def _record_text(path: Path, n: int, rec: Mapping[str, Any], key: str, pr: Probl
     if not isinstance(value, str) or not value.strip():
         pr.add(path, n, f"empty or missing {key!r}")
         return None
-    if "\x00" in value:
-        pr.add(path, n, f"NUL byte in {key!r}")
+    size = len(value.encode("utf-8", errors="surrogatepass"))
+    if size > pr.max_bytes:
+        pr.add(
+            path,
+            n,
+            f"{key!r} is {megabytes(size)}, over the limit of {megabytes(pr.max_bytes)} on one "
+            "source of text (raise it with --max-source-mb, or split the record)",
+        )
+        return None
+    problem = text_problem(value)
+    if problem:
+        pr.add(path, n, f"{key!r} {problem}")
         return None
     return value
 
@@ -330,12 +362,15 @@ def _with_gold(
     return out, "files" if by_file else "salted"
 
 
-def read_collection(root: Path, questions_file: Path | None = None) -> Collection:
+def read_collection(
+    root: Path, questions_file: Path | None = None, max_bytes: int = MAX_SOURCE_BYTES
+) -> Collection:
     """Read and validate a BEIR folder: corpus.jsonl, and either queries.jsonl + qrels/*.tsv or
     `questions_file` (CSV/JSONL with gold document ids). Raises `ImportProblems` listing every bad
-    record with its file and line; nothing is returned half-checked."""
+    record with its file and line (a document or question over `max_bytes` is one); nothing is
+    returned half-checked."""
     root = Path(root)
-    pr = Problems()
+    pr = Problems(max_bytes=max_bytes)
     corpus = root / CORPUS_FILE
     if not root.is_dir() or not corpus.is_file():
         raise InputError(root, "-", f"not a BEIR folder: no {CORPUS_FILE} in it")
@@ -404,6 +439,7 @@ def read_questions_file(
     pr = pr or Problems()
     if not path.is_file():
         raise InputError(path, "-", "no such questions file")
+    check_size(path, "-", path.stat().st_size, pr.max_bytes)
     rows = _csv_rows(path, pr) if path.suffix.lower() == ".csv" else _json_records(path, pr)
     out: list[Query] = []
     seen: dict[str, int] = {}

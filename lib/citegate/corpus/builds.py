@@ -13,6 +13,7 @@ with their MANIFEST.json, and a data card stub. `load_set` finds those sets afte
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 from collections.abc import Callable, Iterator
@@ -145,7 +146,7 @@ def imported_set_path(name: str) -> Path | None:
     root = imports_dir()
     if not root.is_dir():
         return None
-    return next(iter(sorted(root.glob(f"*/{name}.jsonl"))), None)
+    return next(iter(sorted(root.glob(f"*/{glob.escape(name)}.jsonl"))), None)
 
 
 def imported_build_id(name: str, source_digest: str, holdout_spec: str = "") -> str:

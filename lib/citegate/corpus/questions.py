@@ -26,6 +26,7 @@ import psycopg
 
 from citegate.core import paths
 from citegate.core.errors import InputError
+from citegate.core.inputs import check_name, loads_json
 from citegate.corpus.audit import (
     HELD_OUT_ANSWERABLE,
     JUDGMENTS,
@@ -137,7 +138,7 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = loads_json(line)
         except json.JSONDecodeError as exc:
             raise InputError(
                 path, n, f"not valid JSON at line {n}, column {exc.colno}: {exc.msg}"
@@ -417,7 +418,9 @@ def _parse(path: Path, n: int, rec: dict[str, Any]) -> Question:
 
 def load_set(name: str, folder: Path | None = None) -> QuestionSet:
     """Read and validate `data/questions/<name>.jsonl` (schema and types, labels, unique ids,
-    one corpus per set); every problem raises `InputError` naming the file and the line."""
+    one corpus per set); every problem raises `InputError` naming the file and the line. `name`
+    is a plain name (`core.inputs.check_name`): a path in it is refused, never read."""
+    check_name("question set", name)
     path = Path(folder or paths.QUESTIONS) / f"{name}.jsonl"
     if folder is None and not path.exists():  # a set written by `citegate data import-beir`
         path = imported_set_path(name) or path

@@ -12,6 +12,7 @@ import unicodedata
 from typing import Protocol
 
 from citegate.core.errors import ConfigError, QuestionError
+from citegate.core.inputs import text_problem
 from citegate.core.text import STOPWORDS
 from citegate.core.types import QueryPlan, SubQuestion
 from citegate.models.llm import ChatClient, first_json_object
@@ -28,12 +29,17 @@ class Planner(Protocol):
 def clean_question(text: str) -> str:
     """The question as the pipeline takes it: control characters other than newline and tab
     removed, surrounding whitespace stripped. Raises `QuestionError` for a NUL byte (binary
-    input, which PostgreSQL text cannot hold), an empty question, or one without a letter or
-    digit in any script (only emoji, punctuation or symbols): nothing there to search for."""
+    input, which PostgreSQL text cannot hold), an undecodable byte (a terminal's `\\xff` arrives
+    as a lone surrogate, which no cache key or database can encode), an empty question, or one
+    without a letter or digit in any script (only emoji, punctuation or symbols): nothing there
+    to search for."""
     if not isinstance(text, str):
         raise QuestionError(f"a question must be text, not {type(text).__name__}")
     if "\x00" in text:
         raise QuestionError("the question contains a NUL byte (binary data?): send plain text")
+    problem = text_problem(text)
+    if problem:
+        raise QuestionError(f"the question {problem}: send plain UTF-8 text")
     kept = "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) != "Cc")
     cleaned = kept.strip()
     if not cleaned:

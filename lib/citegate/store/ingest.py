@@ -229,6 +229,37 @@ def ingest_sources(
     anything when the ingest would replace or empty the stored corpus without `replace`.
     """
     ensure_embedder(conn, embedder.id, embedder.dim)
+    with store.corpus_lock(conn, embedder.id, corpus):
+        return _ingest_locked(
+            conn,
+            sources,
+            corpus,
+            embedder,
+            origin=origin,
+            replace=replace,
+            prune=prune,
+            progress=progress,
+            batch_size=batch_size,
+            unit=unit,
+            hidden=hidden,
+        )
+
+
+def _ingest_locked(
+    conn: psycopg.Connection,
+    sources: Sequence[Source],
+    corpus: str,
+    embedder: Embedder,
+    *,
+    origin: str | None,
+    replace: bool,
+    prune: bool,
+    progress: bool,
+    batch_size: int,
+    unit: str,
+    hidden: int,
+) -> IngestReport:
+    """`ingest_sources` under the corpus lock: nothing else writes this corpus meanwhile."""
     stored = store.stored_hashes(conn, embedder.id, corpus)
     if stored and not replace:
         try:

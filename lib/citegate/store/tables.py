@@ -5,7 +5,8 @@ The retrieval lanes (dense, lexical, address) live in `citegate.pipeline.lanes`;
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 import psycopg
@@ -38,6 +39,19 @@ UPSERT_SQL = (
     + ", ".join(f"{c} = EXCLUDED.{c}" for c in _COLUMNS[2:])
     + " WHERE fragments.content_hash IS DISTINCT FROM EXCLUDED.content_hash"
 )
+
+
+@contextmanager
+def corpus_lock(conn: psycopg.Connection, embedder_id: str, corpus: str) -> Iterator[None]:
+    """Hold a session advisory lock on (embedder, corpus) for the block: a second ingest of the
+    same corpus waits for the first, then reads what it stored (so it reports those fragments
+    unchanged instead of embedding them again and writing nothing)."""
+    key = f"citegate-ingest|{embedder_id}|{corpus}"
+    conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+    try:
+        yield
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
 
 
 def stored_hashes(conn: psycopg.Connection, embedder_id: str, corpus: str) -> dict[str, str]:

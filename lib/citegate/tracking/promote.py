@@ -426,6 +426,30 @@ class Recommended:
     ltr_model: bytes | None = None  # the LTR reranker's model file, when the config runs one
 
 
+def check_promotable(run_id: str, status: str, tags: dict[str, str]) -> None:
+    """Refuse (`ConfigError`, whatever `--force` says) a run that is not FINISHED in MLflow,
+    whose notebook did not complete (the runner's `status` tag is not FINISHED, or it recorded
+    an `error`) or whose expected-metric check FAILed: its recommendation may rest on a
+    partial or wrong computation."""
+    problems = []
+    if status != "FINISHED":
+        problems.append(f"its MLflow status is {status}")
+    if tags.get("status") != "FINISHED":
+        problems.append(
+            f"its notebook did not complete (status tag {tags.get('status', 'missing')!r}: only "
+            "a run made by `citegate run` that finished records FINISHED)"
+        )
+    if tags.get("error"):
+        problems.append(f"it recorded an error: {tags['error'].splitlines()[0][:200]}")
+    if tags.get("check") == "FAIL":
+        problems.append("its expected-metric check FAILED")
+    if problems:
+        raise ConfigError(
+            f"run {run_id} cannot be promoted: {'; '.join(problems)}; --force does not "
+            "override this"
+        )
+
+
 def recommended_from_run(run_id: str) -> Recommended:
     """The config a run recommends (its `recommended_config.yaml` artifact), the run's facts, its
     `recommendation.json` and, for gate=learned, the model file the config names (relative to the
@@ -437,6 +461,7 @@ def recommended_from_run(run_id: str) -> Recommended:
         run = mlflow.get_run(run_id)
     except Exception as exc:  # noqa: BLE001 - MlflowException for an unknown id
         raise ConfigError(f"no MLflow run {run_id!r} in the tracking store") from exc
+    check_promotable(run_id, run.info.status, run.data.tags)
     with tempfile.TemporaryDirectory() as tmp:
         local = artifact(run_id, "recommended_config.yaml", tmp)
         if local is None:
@@ -571,7 +596,8 @@ def _ensure_current_registered(client: Any) -> Any | None:
             "<p>baseline registration</p>",
             {"note": "the production file found in the repository"},
         )
-        current = _register(client, run, "baseline", {})
+        number = str(yaml.safe_load(text).get("version", ""))
+        current = _register(client, run, "baseline", {"file_version": number})
         client.set_registered_model_alias(REGISTERED_NAME, "production", current.version)
     return current
 
@@ -613,7 +639,7 @@ def promote(
     if dry_run:
         return decision
     models = {cand_cfg.gate_model: rec.gate_model, cand_cfg.reranker_model: rec.ltr_model}
-    _record(decision, cand_cfg, rec.facts, int(prod_doc["version"]) + 1, models)
+    _record(decision, cand_cfg, rec.facts, int(prod_doc["version"]), models)
     return decision
 
 
@@ -630,15 +656,33 @@ def accepted_on_block(measured: dict[str, dict[str, float]]) -> dict[str, Any]:
     }
 
 
+def next_version(client: Any, current: int) -> int:
+    """The version of the next production file: one more than the current file's and than
+    every file ever registered (after a rollback the current file is older than the newest,
+    and its number + 1 would name a second, different file "version N")."""
+    seen = [current]
+    for v in client.search_model_versions(f"name='{REGISTERED_NAME}'"):
+        tag = (v.tags or {}).get("file_version", "")
+        if tag.isdigit():
+            seen.append(int(tag))
+            continue
+        with contextlib.suppress(Exception):  # an unreadable old version names no number
+            seen.append(int(yaml.safe_load(_version_text(v))["version"]))
+    return max(seen) + 1
+
+
 def _record(
     decision: Decision,
     cfg: PipelineConfig,
     facts: dict[str, Any],
-    version: int,
+    current: int,
     models: dict[str, bytes | None] | None = None,
 ) -> None:
+    """Log the attempt as a promotion run; when accepted, write the production file (numbered
+    by `next_version`) and register it as the `production` alias."""
     client = _client()
     previous = _ensure_current_registered(client) if decision.accepted else None
+    version = next_version(client, current)
     provenance = {
         **facts,
         "promoted_by": getpass.getuser(),
@@ -666,7 +710,7 @@ def _record(
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
     PRODUCTION.write_text(text, encoding="utf-8")
-    new = _register(client, run, "promote", tags)
+    new = _register(client, run, "promote", {**tags, "file_version": str(version)})
     client.set_registered_model_alias(REGISTERED_NAME, "production", new.version)
     if previous is not None:
         client.set_registered_model_alias(REGISTERED_NAME, "previous", previous.version)

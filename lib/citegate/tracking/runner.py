@@ -219,7 +219,7 @@ def read_spec(path: Path, _seen: tuple[Path, ...] = ()) -> Any:
     extending spec names itself (`name` is never inherited: it names the run folder)."""
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, ValueError) as exc:
         raise ConfigError(f"{path}: cannot read experiment spec: {exc}") from exc
     if not isinstance(data, dict) or "extends" not in data:
         return data

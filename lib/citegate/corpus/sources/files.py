@@ -15,13 +15,13 @@ from pathlib import Path, PurePosixPath
 
 from citegate.core.errors import InputError
 from citegate.core.fragments import Fragment
+from citegate.core.inputs import MAX_SOURCE_BYTES, check_size
 from citegate.corpus.chunking import pack_text
 from citegate.corpus.sources.lectures import track_fragments
 
 TRACK_SUFFIXES = {".srt", ".vtt", ".json"}
 TEXT_SUFFIXES = {".txt", ".md"}
-DEFAULT_MAX_SOURCE_BYTES = 5 * 1024 * 1024  # ~5,000 fragments, minutes of embedding on a CPU
-MB = 1024 * 1024
+DEFAULT_MAX_SOURCE_BYTES = MAX_SOURCE_BYTES  # the one limit on text (`citegate.core.inputs`)
 
 
 @dataclass(frozen=True)
@@ -68,18 +68,7 @@ def _check_file(entry: Path, max_bytes: int) -> None:
     suffix = entry.suffix.lower()
     if suffix not in TRACK_SUFFIXES | TEXT_SUFFIXES:
         raise InputError(entry, "-", f"unsupported file type {suffix!r} (srt, vtt, json, txt, md)")
-    size = entry.stat().st_size
-    if size > max_bytes:
-        raise InputError(
-            entry,
-            "-",
-            f"file is {_size(size)}, over the per-source limit of {_size(max_bytes)} "
-            "(raise it with --max-source-mb, or split the file)",
-        )
-
-
-def _size(n: int) -> str:
-    return f"{n / MB:.1f} MB" if n >= MB // 10 else f"{n:,} bytes"
+    check_size(entry, "-", entry.stat().st_size, max_bytes)
 
 
 def _refuse_track_clashes(files: list[SourceFile]) -> None:

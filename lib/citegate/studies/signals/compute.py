@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from citegate.core.errors import TooFewQuestions
 from citegate.evaluation import metrics as M
 from citegate.evaluation.certify import (
     Certified,
@@ -206,6 +207,8 @@ def auroc_table(
                     scores = {c: lsub[c] for c in columns}
                     head = {"corpus": corpus, "labels": view, "negatives": neg, "language": lang}
                     rows += [{**head, **r} for r in auroc_rows(lsub, scores, n_boot)]
+    if not rows:
+        raise TooFewQuestions(_too_few(frame, negatives, "no signal's AUROC can be computed"))
     return pd.DataFrame(rows)
 
 
@@ -438,6 +441,8 @@ def learned_auroc_table(
                     head = {"corpus": corpus, "labels": view, "negatives": neg, "language": lang}
                     scores = {n: lsub[n] for n in names}
                     rows += [{**head, **r} for r in auroc_rows(lsub, scores, n_boot)]
+    if not rows:
+        raise TooFewQuestions(_too_few(frame, negatives, "no learned gate's AUROC can be computed"))
     return pd.DataFrame(rows)
 
 
@@ -574,7 +579,30 @@ def realised_table(
                 for lang in _languages(sub):
                     lsub = _by_language(sub, lang)
                     rows.append(_realised_row(p, neg, view, lang, lsub, answered[lsub.index]))
+    if not rows:
+        raise TooFewQuestions(_too_few(frame, negatives, "no certified gate can be checked"))
     return pd.DataFrame(rows)
+
+
+def _label_counts(rows: pd.DataFrame) -> str:
+    """'3 test questions (answerable 3)': a split's size and its labels."""
+    labels = ", ".join(f"{k} {n}" for k, n in rows["label"].value_counts().items())
+    return f"{len(rows)} test questions ({labels or 'none'})"
+
+
+def _too_few(frame: pd.DataFrame, negatives: Sequence[str], what: str) -> str:
+    """Why no realised row exists: each corpus's test split with its counts per label."""
+    test = frame[frame["split"] == "test"]
+    counts = "; ".join(
+        f"{corpus}: {_label_counts(test[test['corpus'] == corpus])}"
+        for corpus in frame["corpus"].unique()
+    )
+    return (
+        f"{what} on the test split: it needs enough answerable questions and "
+        f"negatives of a kind in {list(negatives)} in each corpus's test split, found {counts}. "
+        "The corpus is too small for this study: import more questions, or hold out more "
+        "documents (--holdout) so out_of_corpus questions exist"
+    )
 
 
 def _realised_row(

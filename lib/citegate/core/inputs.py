@@ -1,0 +1,125 @@
+"""Rules every piece of user input meets, whichever command brings it in.
+
+One size limit for text (`MAX_SOURCE_BYTES`: an ingested file, an imported document, a questions
+file), one rule for names and ids (printable characters only, no whitespace, a length limit) and
+one for paths (a name joined to a folder never leaves it). Each check raises `InputError` naming
+the input and the rule, so the CLI prints one line and exits 2.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+from citegate.core.errors import InputError
+
+MAX_SOURCE_MB = 5.0  # ~5,000 fragments of ~900 characters: minutes of embedding on a CPU
+MAX_SOURCE_BYTES = int(MAX_SOURCE_MB * 1024 * 1024)
+MAX_NAME_CHARS = 64  # corpus, set and import names: they become file and folder names
+MAX_ID_CHARS = 200  # document and question ids: they are written into TREC files
+
+
+def megabytes(n_bytes: int) -> str:
+    """A size as people read it: '31.5 MB' (MiB, as --max-source-mb counts), '524 bytes'."""
+    mb = 1024 * 1024
+    return f"{n_bytes / mb:.1f} MB" if n_bytes >= mb // 10 else f"{n_bytes:,} bytes"
+
+
+def check_size(where: object, record: object, n_bytes: int, limit: int = MAX_SOURCE_BYTES) -> None:
+    """Refuse text over `limit` bytes, naming its size and the limit."""
+    if n_bytes > limit:
+        raise InputError(
+            where,
+            record,
+            f"{megabytes(n_bytes)}, over the limit of {megabytes(limit)} on one source of text "
+            "(raise it with --max-source-mb, or split the source)",
+        )
+
+
+def bad_character(value: str) -> str | None:
+    """The first character a name or id may not hold, described ('U+0007 (a control
+    character)'), or None. Printable characters only: no control, format (zero-width),
+    surrogate (undecodable byte), unassigned or whitespace characters."""
+    for ch in value:
+        if ch.isprintable() and not ch.isspace():
+            continue
+        kind = unicodedata.category(ch)
+        what = {
+            "Cc": "a control character",
+            "Cf": "an invisible format character",
+            "Cs": "an undecodable byte (not UTF-8)",
+            "Zs": "whitespace",
+        }.get(kind, "whitespace" if ch.isspace() else f"a non-printable character ({kind})")
+        return f"U+{ord(ch):04X} ({what})"
+    return None
+
+
+def id_problem(value: str, limit: int = MAX_ID_CHARS) -> str | None:
+    """Why `value` cannot be an id (empty, too long, a character it may not hold), or None."""
+    if not value:
+        return "is empty"
+    if len(value) > limit:
+        return f"is {len(value)} characters long; the limit is {limit}"
+    bad = bad_character(value)
+    return f"holds {bad}; use printable characters without spaces" if bad else None
+
+
+def check_id(where: object, record: object, value: str, limit: int = MAX_ID_CHARS) -> None:
+    """Refuse an id (or name) that breaks `id_problem`'s rule."""
+    problem = id_problem(value, limit)
+    if problem:
+        raise InputError(where, record, f"{_shown(value)} {problem}")
+
+
+def name_problem(value: str) -> str | None:
+    """Why `value` cannot be a name (corpus, set, import: it becomes a file or folder name), or
+    None: `id_problem`'s rule with `MAX_NAME_CHARS`, and no path separator or dot-only name."""
+    if "/" in value or "\\" in value or set(value) == {"."}:
+        return "is a path, not a name; give a plain name (no '/', no '..')"
+    return id_problem(value, MAX_NAME_CHARS)
+
+
+def check_name(where: object, value: str) -> None:
+    """Refuse a name that breaks `name_problem`'s rule."""
+    problem = name_problem(value)
+    if problem:
+        raise InputError(where, _shown(value), f"the name {problem}")
+
+
+def inside(folder: Path, *parts: str) -> Path:
+    """`folder / parts` (as given, not resolved), refused (`InputError`) when it would leave
+    `folder` ('..', an absolute part, a link pointing out)."""
+    root = Path(folder).resolve()
+    target = Path(folder).joinpath(*parts)
+    real = target.resolve()
+    if real != root and root not in real.parents:
+        raise InputError("/".join(parts), "-", f"leaves its folder {root}; give a plain name")
+    return target
+
+
+def text_problem(value: str) -> str | None:
+    """Why text (a document, a question) cannot be stored, or None: a NUL byte (PostgreSQL text
+    cannot hold it) or an undecodable byte (a lone surrogate: not UTF-8)."""
+    if "\x00" in value:
+        return "holds a NUL byte (binary data?)"
+    for i, ch in enumerate(value):
+        if "\ud800" <= ch <= "\udfff":
+            return f"is not valid UTF-8 (an undecodable byte at character {i + 1})"
+    return None
+
+
+def loads_json(line: str) -> Any:
+    """`json.loads`, with nesting too deep for the parser reported as a `json.JSONDecodeError`
+    like any other bad JSON, instead of a RecursionError."""
+    try:
+        return json.loads(line)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply", line, 0) from None
+
+
+def _shown(value: str, chars: int = 40) -> str:
+    """A value as an error message shows it: repr, cut to `chars` characters."""
+    text = repr(value)
+    return text if len(text) <= chars else text[: chars - 1] + "…"
