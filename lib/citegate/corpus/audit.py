@@ -68,10 +68,12 @@ def audit_path(set_name: str, folder: Path | None = None) -> Path:
     return Path(folder or AUDITS) / f"{set_name}.jsonl"
 
 
-def load_audit(path: Path) -> dict[str, Judgment]:
+def load_audit(path: Path, held: frozenset[int] | None = None) -> dict[str, Judgment]:
     """Read and validate an audit file: question id -> judgment. A missing file is an empty
     audit; bad JSON, a missing/unknown/mistyped field, an unknown judgment or label, a bad or
-    held-out supporting address, or a duplicate id raises `InputError` naming file and line."""
+    held-out supporting address, or a duplicate id raises `InputError` naming file and line.
+    `held`: the chapters a supporting address may not lie in (default gita-split's; a fold audit
+    passes none here and each fold set checks its own, `check_fold_addresses`)."""
     path = Path(path)
     if not path.exists():
         return {}
@@ -79,7 +81,7 @@ def load_audit(path: Path) -> dict[str, Judgment]:
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
-        j = parse_judgment(path, n, _object(path, n, line))
+        j = parse_judgment(path, n, _object(path, n, line), held)
         if j.id in out:
             raise InputError(path, n, f"duplicate id {j.id!r} (first on line {out[j.id].line})")
         out[j.id] = j
@@ -96,7 +98,9 @@ def _object(path: Path, n: int, line: str) -> dict[str, Any]:
     return rec
 
 
-def parse_judgment(path: Path, n: int, rec: Mapping[str, Any]) -> Judgment:
+def parse_judgment(
+    path: Path, n: int, rec: Mapping[str, Any], held: frozenset[int] | None = None
+) -> Judgment:
     """One validated audit record (`n`: its line number)."""
     missing = sorted(set(_FIELDS) - set(rec))
     unknown = sorted(set(rec) - set(_FIELDS))
@@ -111,11 +115,13 @@ def parse_judgment(path: Path, n: int, rec: Mapping[str, Any]) -> Judgment:
         raise InputError(path, n, f"label {rec['label']!r} is not one of {AUDITED_LABELS}")
     if not rec["id"].strip() or not rec["judged_by"].strip() or not rec["reason"].strip():
         raise InputError(path, n, "id, judged_by and reason must not be empty")
-    _check_address(path, n, rec["judgment"], rec["address"])
+    _check_address(path, n, rec["judgment"], rec["address"], held)
     return Judgment(**rec, line=n)
 
 
-def _check_address(path: Path, n: int, judgment: str, address: str) -> None:
+def _check_address(
+    path: Path, n: int, judgment: str, address: str, held: frozenset[int] | None = None
+) -> None:
     """An answerable judgment names one indexed verse "BG c.v"; the others name none."""
     if judgment != "answerable":
         if address:
@@ -124,7 +130,8 @@ def _check_address(path: Path, n: int, judgment: str, address: str) -> None:
     m = _ADDRESS.fullmatch(address)
     if not m:
         raise InputError(path, n, f"address {address!r} is not a verse address like 'BG 2.48'")
-    if int(m.group(1)) in heldout_gita_chapters() or not 1 <= int(m.group(1)) <= 18:
+    held = heldout_gita_chapters() if held is None else held
+    if int(m.group(1)) in held or not 1 <= int(m.group(1)) <= 18:
         raise InputError(path, n, f"address {address!r} is not indexed (held-out chapter)")
 
 
@@ -146,3 +153,10 @@ def audit_counts(audit: Iterable[Judgment]) -> dict[str, dict[str, int]]:
     c = Counter((j.label, j.judgment) for j in items)
     labels = sorted({j.label for j in items})
     return {lab: {jd: c[(lab, jd)] for jd in JUDGMENTS} for lab in labels}
+
+
+def check_fold_addresses(path: Path, audit: Mapping[str, Judgment], held: frozenset[int]) -> None:
+    """Every judgment a fold set carries names no verse of the chapters that fold holds out
+    (`InputError` naming the audit file and line)."""
+    for j in audit.values():
+        _check_address(path, j.line, j.judgment, j.address, held)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from functools import cache
@@ -25,7 +26,7 @@ from typing import Any
 from citegate.core import paths
 from citegate.core.errors import ConfigError
 from citegate.core.fragments import Fragment
-from citegate.corpus.holdout import HOLDOUT_SALT, held_out
+from citegate.corpus.holdout import HOLDOUT_SALT, folds, held_out
 from citegate.corpus.sources.gita import read_gita
 from citegate.corpus.sources.lectures import read_lectures
 from citegate.corpus.sources.xquad import load_xquad, read_xquad
@@ -38,6 +39,13 @@ READER_VERSION = "1"  # bump when a reader or chunker changes what it emits
 # is the document id, which is what an imported question's gold names.
 DOC_LOC_PREFIX = "doc#"
 SPLIT_SUFFIX = "-split"
+# Leave-out folds of the demo corpora: every chapter (article) is held out by exactly one fold
+# build `gita-fold1` .. `gita-fold6`. 6 x 3 chapters keeps each fold build's share held out (1/6)
+# near gita-split's 4/18, so a fold build searches a corpus close to production's; xquad's 4 x 12
+# articles is xquad-split's share (1/4) exactly. Both give every fold enough question groups: gita's
+# 515 verse groups, ~86 per fold; xquad's 240 paragraphs, ~60 per fold.
+DEMO_FOLDS = {"gita": 6, "xquad": 4}
+_FOLD_NAME = re.compile(r"(.+)-fold(\d+)")
 
 
 @cache
@@ -51,6 +59,43 @@ def heldout_xquad_articles() -> frozenset[str]:
     """The XQuAD article titles left out of `xquad-split`."""
     titles = [a["title"] for a in load_xquad("en")[1]]
     return held_out(titles, "xquad", HELDOUT_XQUAD_ARTICLES)
+
+
+@cache
+def gita_chapter_folds() -> dict[int, int]:
+    """chapter -> the fold build (1..6) that holds it out; the draw `heldout_gita_chapters` uses,
+    dealt round-robin (`corpus.holdout.folds`)."""
+    return folds(range(1, 19), "gita", DEMO_FOLDS["gita"])
+
+
+@cache
+def xquad_article_folds() -> dict[str, int]:
+    """XQuAD article title -> the fold build (1..4) that holds it out."""
+    titles = [a["title"] for a in load_xquad("en")[1]]
+    return folds(titles, "xquad", DEMO_FOLDS["xquad"])
+
+
+def fold_build(base: str, fold: int) -> str:
+    """The name of leave-out fold `fold` of corpus `base`: `gita-fold3`."""
+    return f"{base}-fold{fold}"
+
+
+def parse_fold(name: str) -> tuple[str, int] | None:
+    """(base corpus, fold) of a fold build's name, None for any other name."""
+    m = _FOLD_NAME.fullmatch(name)
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+def fold_builds(base: str) -> list[str]:
+    """Every fold build of a demo corpus, fold 1 first ([] for a corpus without folds)."""
+    return [fold_build(base, i) for i in range(1, DEMO_FOLDS.get(base, 0) + 1)]
+
+
+def parent_build(name: str) -> str:
+    """The full build a leave-out build is cut from (`gita-split`, `gita-fold3` -> `gita`); any
+    other name is its own parent."""
+    fold = parse_fold(name)
+    return fold[0] if fold else name.removesuffix(SPLIT_SUFFIX)
 
 
 def fragment_chapter(f: Fragment) -> int | None:
@@ -83,11 +128,35 @@ def _xquad_split() -> Iterator[Fragment]:
             yield replace(f, corpus="xquad-split")
 
 
+def _gita_fold(fold: int) -> Callable[[], Iterator[Fragment]]:
+    def read() -> Iterator[Fragment]:
+        folds_of, name = gita_chapter_folds(), fold_build("gita", fold)
+        for f in _gita_all():
+            chapter = fragment_chapter(f)
+            if chapter is None or folds_of[chapter] != fold:
+                yield replace(f, corpus=name)
+
+    return read
+
+
+def _xquad_fold(fold: int) -> Callable[[], Iterator[Fragment]]:
+    def read() -> Iterator[Fragment]:
+        folds_of, name = xquad_article_folds(), fold_build("xquad", fold)
+        held = {t.replace("_", " ") for t, k in folds_of.items() if k == fold}
+        for f in _xquad_all():
+            if f.book not in held:
+                yield replace(f, corpus=name)
+
+    return read
+
+
 BUILDS: dict[str, Callable[[], Iterator[Fragment]]] = {
     "gita": _gita_all,
     "gita-split": _gita_split,
     "xquad": _xquad_all,
     "xquad-split": _xquad_split,
+    **{fold_build("gita", i): _gita_fold(i) for i in range(1, DEMO_FOLDS["gita"] + 1)},
+    **{fold_build("xquad", i): _xquad_fold(i) for i in range(1, DEMO_FOLDS["xquad"] + 1)},
 }
 SOURCE_DIRS = {"gita": ("gita", "lectures"), "xquad": ("xquad",)}
 
@@ -98,12 +167,15 @@ def build_id(name: str) -> str:
     record = import_record(name)
     if record is not None:
         return str(record["builds"][name]["build_id"])
-    if name.split("-")[0] not in SOURCE_DIRS:
+    if name.split("-")[0] not in SOURCE_DIRS or (parse_fold(name) and name not in BUILDS):
         raise ConfigError(
             f"unknown corpus build {name!r}: built-in {', '.join(BUILDS)}, or a corpus imported "
             "with `citegate data import-beir`"
         )
-    h = hashlib.sha256(f"{name}|{READER_VERSION}|{SPLIT_SALT}".encode())
+    key = f"{name}|{READER_VERSION}|{SPLIT_SALT}"
+    if parse_fold(name):  # the fold count is part of the draw (gita-fold1 of 6 != of 5)
+        key += f"|folds {DEMO_FOLDS[parent_build(name)]}"
+    h = hashlib.sha256(key.encode())
     for sub in SOURCE_DIRS[name.split("-")[0]]:
         for path in sorted((paths.CORPORA / sub).rglob("*")):
             if path.is_file():

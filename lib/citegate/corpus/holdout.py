@@ -91,3 +91,15 @@ class Holdout:
         values = sorted({v for v in field_of.values() if v is not None})
         held = held_out(values, self.field, share_count(len(values), self.share), self.salt)
         return frozenset(d for d, v in field_of.items() if v in held)
+
+
+def folds(values: Iterable[T], namespace: str, k: int, salt: str = HOLDOUT_SALT) -> dict[T, int]:
+    """Every value's leave-out fold, 1..k: the values in salted-hash order (`held_out`'s order),
+    dealt round-robin, so the folds differ in size by at most one and each value is held out by
+    exactly one fold build. The same salt and namespace give the same folds on any machine."""
+    ranked = salted_order(values, lambda v: f"{namespace}:{v}", salt)
+    if not 2 <= k <= len(ranked):
+        raise ConfigError(
+            f"{k} leave-out folds need 2 to {len(ranked)} (the number of {namespace} units) folds"
+        )
+    return {v: i % k + 1 for i, v in enumerate(ranked)}

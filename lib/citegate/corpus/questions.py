@@ -25,21 +25,29 @@ from typing import Any
 import psycopg
 
 from citegate.core import paths
-from citegate.core.errors import InputError
+from citegate.core.errors import ConfigError, InputError
 from citegate.core.inputs import check_name, loads_json
 from citegate.corpus.audit import (
     HELD_OUT_ANSWERABLE,
     JUDGMENTS,
+    Judgment,
     audit_path,
     check_against,
+    check_fold_addresses,
     load_audit,
 )
 from citegate.corpus.builds import (
+    BUILDS,
+    DEMO_FOLDS,
     DOC_LOC_PREFIX,
     build_id,
+    gita_chapter_folds,
     heldout_gita_chapters,
     heldout_xquad_articles,
     imported_set_path,
+    parent_build,
+    parse_fold,
+    xquad_article_folds,
 )
 from citegate.corpus.sources.address import find_verse_refs, verse_label
 from citegate.corpus.sources.xquad import load_xquad, paragraph_key
@@ -48,6 +56,7 @@ from citegate.evaluation.sampling import salted_int
 LABELS = ("answerable", "out_of_corpus", "out_of_scope")
 SPLITS = ("tune", "test")
 SPLIT_SALT = "citegate-split-v1"
+FOLD_SALT = "citegate-fold-v1"  # out-of-scope questions' folds
 SETS = ("gita", "gita-split", "xquad", "xquad-split", "out-of-scope")
 ANY_CORPUS = "*"
 _ADDRESS_WORDS = re.compile(r"\b(chapter|verse|shloka|глав\w*|стих\w*|अध्याय|श्लोक)\b", re.I)
@@ -306,22 +315,79 @@ def _dedup(qs: Iterable[Question]) -> list[Question]:
     return out
 
 
-def _relabel_gita(q: Question) -> Question:
-    held = heldout_gita_chapters()
-    chapters = {int(g.split()[1].split(".")[0]) for g in q.gold}
+def _chapter(address: str) -> int:
+    """The chapter of a verse address: "BG 3.5" -> 3."""
+    return int(address.split()[1].split(".")[0])
+
+
+def _relabel_gita(
+    q: Question, held: frozenset[int] | None = None, corpus: str = "gita-split"
+) -> Question:
+    """`q` labeled against a build that holds out chapters `held` (default gita-split's):
+    out_of_corpus when every gold verse is held out, else answerable with the indexed gold."""
+    held = heldout_gita_chapters() if held is None else held
+    chapters = {_chapter(g) for g in q.gold}
     label = "out_of_corpus" if chapters <= held else "answerable"
     gold = (
-        q.gold
-        if label == "out_of_corpus"
-        else tuple(g for g in q.gold if int(g.split()[1].split(".")[0]) not in held)
+        q.gold if label == "out_of_corpus" else tuple(g for g in q.gold if _chapter(g) not in held)
     )
-    return replace(q, corpus="gita-split", label=label, gold=gold)
+    return replace(q, corpus=corpus, label=label, gold=gold)
 
 
-def _relabel_xquad(q: Question) -> Question:
-    held = heldout_xquad_articles()
+def _relabel_xquad(
+    q: Question, held: frozenset[str] | None = None, corpus: str = "xquad-split"
+) -> Question:
+    held = heldout_xquad_articles() if held is None else held
     label = "out_of_corpus" if q.group.split(":", 1)[1] in held else "answerable"
-    return replace(q, corpus="xquad-split", label=label)
+    return replace(q, corpus=corpus, label=label)
+
+
+def fold_audit_name(base: str) -> str:
+    """The one audit file of every fold set of `base` (`gita-folds`): a question is
+    out_of_corpus in exactly one fold set, so one judgment per question serves them all."""
+    return f"{base}-folds"
+
+
+def question_fold(q: Question) -> int:
+    """The leave-out fold that holds out the question's group (its verse's chapter, its
+    article) — the fold in which it is out_of_corpus; an out-of-scope question's fold is drawn
+    by salted hash of its group, 1..k of the corpus it is asked of."""
+    base = parent_build(q.corpus)
+    if base == "gita":
+        return gita_chapter_folds()[_chapter(q.group)]
+    if base == "xquad":
+        return xquad_article_folds()[q.group.split(":", 1)[1]]
+    raise ConfigError(f"question {q.id}: corpus {q.corpus!r} has no leave-out folds")
+
+
+def scope_fold(q: Question, k: int) -> int:
+    """The fold (1..k) of a question that no corpus answers (out_of_scope): a salted hash of
+    its group, so its rows stay in one fold however many fold builds it is asked against."""
+    return salted_int(FOLD_SALT, q.group) % k + 1
+
+
+def fold_set(name: str, audits: Path | None = None) -> QuestionSet:
+    """Fold set `gita-fold3`: the full set's questions labeled against fold build 3 (its
+    held-out chapters' questions out_of_corpus), with the judgments of the base's fold audit
+    whose label matches this set (a judged out_of_corpus question carries its judgment only in
+    the fold that holds it out)."""
+    fold = parse_fold(name)
+    if fold is None or name not in BUILDS:
+        raise InputError(f"{name}.jsonl", "-", f"no fold build {name!r}")
+    base, k = fold
+    full = load_set(base)
+    held_ch = frozenset(c for c, i in gita_chapter_folds().items() if i == k)
+    if base == "gita":
+        qs = tuple(_relabel_gita(q, held_ch, name) for q in full.questions)
+    else:
+        held_ar = frozenset(t for t, i in xquad_article_folds().items() if i == k)
+        qs = tuple(_relabel_xquad(q, held_ar, name) for q in full.questions)
+    path = audit_path(fold_audit_name(base), audits)
+    labels = {q.id: q.label for q in qs}
+    audit = {i: j for i, j in load_audit(path, frozenset()).items() if labels.get(i) == j.label}
+    if base == "gita":
+        check_fold_addresses(path, audit, held_ch)
+    return _with_audit(QuestionSet(name, name, qs), audit)
 
 
 def build_sets(audits: Path | None = None) -> dict[str, QuestionSet]:
@@ -347,6 +413,10 @@ def apply_audit(qset: QuestionSet, path: Path) -> QuestionSet:
     if not audit:
         return qset
     check_against(path, audit, {q.id: q.label for q in qset.questions})
+    return _with_audit(qset, audit)
+
+
+def _with_audit(qset: QuestionSet, audit: Mapping[str, Judgment]) -> QuestionSet:
     qs = tuple(
         replace(q, audit=audit[q.id].judgment, audit_address=audit[q.id].address)
         if q.id in audit
@@ -421,6 +491,8 @@ def load_set(name: str, folder: Path | None = None) -> QuestionSet:
     one corpus per set); every problem raises `InputError` naming the file and the line. `name`
     is a plain name (`core.inputs.check_name`): a path in it is refused, never read."""
     check_name("question set", name)
+    if folder is None and (fold := parse_fold(name)) and fold[0] in DEMO_FOLDS:
+        return fold_set(name)
     path = Path(folder or paths.QUESTIONS) / f"{name}.jsonl"
     if folder is None and not path.exists():  # a set written by `citegate data import-beir`
         path = imported_set_path(name) or path
@@ -452,7 +524,7 @@ def resolve_gold(
     for q in qset.questions:
         if q.label == "out_of_scope":
             continue
-        corpus = q.corpus if q.label == "answerable" else q.corpus.removesuffix("-split")
+        corpus = q.corpus if q.label == "answerable" else parent_build(q.corpus)
         ids = _gold_ids(conn, corpus, q.gold, embedder_id)
         if not ids:
             raise InputError(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,8 +90,11 @@ def load_study(
     split: str | None = None,
     reranker: str | None = None,
     progress: bool = True,
+    select: Callable[[str, Question], bool] | None = None,
 ) -> Study:
     """Sample each set (`set name -> corpus build searched`), fetch/collect traces, resolve gold.
+    `select(set name, question)`, when given, keeps only the questions it accepts before the
+    sample is drawn (a fold study asks each build only the questions of its own folds).
 
     A warm run (all traces cached) opens the database only to resolve gold references. Uncached
     traces are collected over `cfg.workers` connections (0 = one per core; `traces_for`), with
@@ -109,6 +112,7 @@ def load_study(
             clock = time.perf_counter()
             qset = load_set(name)
             qs = [q for q in qset.questions if split in (None, "all", q.split)]
+            qs = [q for q in qs if select(name, q)] if select else qs
             qs = sample(qs, limit)
             set_cfg = cfg.replace(corpora=[corpus])
             traces = traces_for(conn, qs, set_cfg, emb, rr, progress=progress)
