@@ -11,7 +11,7 @@ from citegate.core.errors import ConfigError, InputError
 from citegate.corpus import builds as B
 from citegate.corpus.holdout import folds, held_out
 from citegate.corpus.questions import fold_set, load_set, question_fold, scope_fold
-from citegate.studies.signals.run import fold_selector, question_unit
+from citegate.research.folds import fold_selector, question_unit
 
 
 def test_folds_deal_every_value_to_one_fold_in_balanced_sizes() -> None:

@@ -1,0 +1,69 @@
+"""Studies over leave-out folds: which questions each fold build is asked, and the unit a
+certificate counts. Every question belongs to the fold that holds its group out
+(`corpus.questions.question_fold`); a fold build `gita-fold3` is asked its own out_of_corpus
+questions, the answerable questions of the previous fold and the out-of-scope questions whose
+salted fold is 3, so each question has at most one out_of_corpus and one answerable row, both in
+its own fold, and a rotation that tests fold 3 never fits on a row of it
+(`studies.signals.crossfit`). The audit sheet of the fold audit reads the same sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from citegate.core.config import PipelineConfig
+from citegate.core.errors import ConfigError
+from citegate.corpus.builds import DEMO_FOLDS, fold_build
+from citegate.corpus.questions import Question, question_fold, scope_fold
+from citegate.research.study import Study, load_study
+
+
+def fold_selector(base: str, fold: int) -> Callable[[str, Question], bool]:
+    """Which questions fold build `fold` of `base` is asked (see `studies.signals.crossfit`):
+    its own held-out questions (out_of_corpus), the answerable questions of the previous fold,
+    and the out-of-scope questions whose salted fold is this one. So every question has at most
+    one out_of_corpus and one answerable row, both in the fold of its group."""
+    k = DEMO_FOLDS[base]
+    previous = (fold - 2) % k + 1
+
+    def keep(set_name: str, q: Question) -> bool:
+        if q.label == "out_of_scope":
+            return scope_fold(q, k) == fold
+        return question_fold(q) == (fold if q.label == "out_of_corpus" else previous)
+
+    return keep
+
+
+def load_fold_studies(
+    bases: Sequence[str], cfg: PipelineConfig, *, limit: int, reranker: str
+) -> dict[str, Study]:
+    """One `Study` per fold build of each base corpus (`gita-fold1` ...), each asked its fold
+    set and the out-of-scope set under `fold_selector`, `limit` questions per label and set."""
+    out: dict[str, Study] = {}
+    for base in bases:
+        if base not in DEMO_FOLDS:
+            raise ConfigError(
+                f"{base!r} has no leave-out folds (corpora with folds: {', '.join(DEMO_FOLDS)})"
+            )
+        for fold in range(1, DEMO_FOLDS[base] + 1):
+            name = fold_build(base, fold)
+            sets = {name: name, "out-of-scope": name}
+            out[name] = load_study(
+                sets,
+                cfg,
+                limit=limit,
+                split="all",
+                reranker=reranker,
+                select=fold_selector(base, fold),
+            )
+    return out
+
+
+def question_unit(q: Question) -> str:
+    """The certificate's independent unit: an XQuAD question's paragraph without its language
+    (the Russian question is a translation of the English one), else its group (a gita verse,
+    an out-of-scope question)."""
+    if q.group.startswith("xquad:") and q.gold:
+        _, _, rest = q.gold[0].split(":", 2)
+        return f"xquad:{rest}"
+    return q.group
