@@ -17,6 +17,8 @@ from citegate.corpus.builds import DEMO_FOLDS, fold_build
 from citegate.corpus.questions import Question, question_fold, scope_fold
 from citegate.research.study import Study, load_study
 
+FOLD_LIMIT = 100  # experiment 05's fold sample: questions per label, set and fold build
+
 
 def fold_selector(base: str, fold: int) -> Callable[[str, Question], bool]:
     """Which questions fold build `fold` of `base` is asked (see `studies.signals.crossfit`):
