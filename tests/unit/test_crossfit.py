@@ -50,7 +50,7 @@ def frame() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def cf(frame: pd.DataFrame) -> X.CrossFit:
-    return X.crossfit(frame, 0.10, 0.10, 0.5, 3)
+    return X.cross_fit(frame, 0.10, 0.10, 0.5, 3)
 
 
 def test_every_question_is_scored_once_in_its_own_fold(frame: pd.DataFrame, cf) -> None:
@@ -93,7 +93,7 @@ def test_audited_labels_take_judged_questions_out_of_the_negatives(frame: pd.Dat
     ooc = judged.index[judged["label"] == "out_of_corpus"][:30]
     judged.loc[ooc, "audit"] = "answerable"
     judged.loc[ooc, "audited_label"] = "held_out_answerable"
-    cf = X.crossfit(judged, 0.10, 0.10, 0.5, 3)
+    cf = X.cross_fit(judged, 0.10, 0.10, 0.5, 3)
     assert set(cf.rotations["labels"]) == {"raw", "audited"}
     q = cf.rotations[
         (cf.rotations["level"] == "question") & (cf.rotations["negatives"] == "out_of_corpus")
@@ -108,3 +108,25 @@ def test_the_clustered_interval_resamples_whole_units() -> None:
     lo, hi = X.cluster_rate_ci(hits, np.array(["a", "a", "a", "b", "b", "b"]), 200)
     assert lo == 0.0 and hi == 1.0  # two units: the rate is 0, 1/2 or 1
     assert np.isnan(X.cluster_rate_ci(np.array([]), np.array([]), 10)[0])
+
+
+def test_language_strata_add_up_and_the_report_is_computed(frame: pd.DataFrame, cf) -> None:
+    from citegate.studies.signals import report as R
+
+    named = frame.assign(address_found=(frame.index % 4 == 0).astype(float))
+    cfa = X.cross_fit(named, 0.10, 0.10, 0.5, 3)
+    t = X.language_by_address(cfa, n_boot=20)
+    for _, g in t.groupby(["corpus", "language"]):
+        g = g.set_index("questions")
+        assert (
+            g.loc["all", "answerable"]
+            == g.loc["names indexed verses", "answerable"] + g.loc["other", "answerable"]
+        )
+    assert any("ru vs en" in line for line in R.language_address_lines(t))
+    table = X.summary(cf, 20)
+    metrics = R.crossfit_metrics(table, 0.10)
+    row = table[(table["level"] == "unit") & (table["language"] == "all")].iloc[0]
+    assert metrics["A_folds_a10_unit_answer_rate"] == pytest.approx(row["answer rate"])
+    lines = R.crossfit_lines(table, 0.10, {"A": 2.0})
+    assert lines[-1].startswith("- Goal A") and "not met" in lines[-1]  # 2.0 cannot be met
+    assert "met" in R.crossfit_lines(table, 0.10, {"A": 0.0})[-1]

@@ -6,12 +6,15 @@ besides the traces (`pipeline.signals.index_facts`, `note_texts`); `compute` bui
 frame, AUROCs (raw and audited labels, per language), fits the learned gates with grouped CV,
 their transfer across corpora and the certified thresholds (pure); `plots` draws them, `report`
 writes the goals table, metrics and conclusion, `artifacts` writes `gate_model.json`,
-`recommended_config.yaml` and `recommendation.json` for `citegate promote`. The notebook imports
+`recommended_config.yaml` and `recommendation.json` for `citegate promote`; `crossfit` repeats
+the learned gate's fit and certificate over the leave-out folds (every chapter and article held
+out once) and scores each question out of fold. The notebook imports
 this package as `from citegate.studies import signals as sg`.
 """
 
 from __future__ import annotations
 
+from citegate.research.folds import load_fold_studies
 from citegate.research.study import record_studies
 from citegate.studies.signals.artifacts import (
     GATE_MODEL_FILE,
@@ -41,9 +44,12 @@ from citegate.studies.signals.compute import (
     signal_frame,
     transfer_table,
 )
+from citegate.studies.signals.crossfit import cross_fit, language_by_address
+from citegate.studies.signals.crossfit import summary as crossfit_summary
 from citegate.studies.signals.plots import (
     plot_auroc_forest,
     plot_bound_vs_realised,
+    plot_crossfit,
     plot_group_sensitivity,
     plot_learned_roc,
     plot_max_cosine_by_language,
@@ -52,15 +58,27 @@ from citegate.studies.signals.plots import (
 from citegate.studies.signals.report import (
     PRODUCTION_GATE,
     conclusion,
+    crossfit_lines,
+    crossfit_metrics,
     goal_alphas,
     goals_table,
     headline,
+    language_address_lines,
     language_gap_lines,
 )
-from citegate.studies.signals.run import load_studies, signal_inputs
+from citegate.studies.signals.run import fold_frame, load_studies, signal_inputs
 from citegate.studies.signals.units import levels_table, unit_lines, unit_metrics, unit_points
 
 __all__ = [
+    "cross_fit",
+    "language_address_lines",
+    "language_by_address",
+    "crossfit_lines",
+    "crossfit_metrics",
+    "crossfit_summary",
+    "fold_frame",
+    "load_fold_studies",
+    "plot_crossfit",
     "levels_table",
     "unit_lines",
     "unit_metrics",

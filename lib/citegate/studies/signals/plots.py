@@ -229,3 +229,45 @@ def plot_transfer(transfer: pd.DataFrame, model: str = "logistic") -> Any:
         fig.colorbar(im, ax=ax, fraction=0.046)
     fig.tight_layout()
     return fig
+
+
+def plot_crossfit(table: pd.DataFrame, negative: str = NEGATIVES[0]) -> Any:
+    """Out-of-fold answer rate (clustered 95% CI) per corpus, certificate level, label view and
+    language, with the realised false-answer rate vs `negative` beside it: one panel per corpus."""
+    import matplotlib.pyplot as plt
+
+    sub = table[table["negatives"] == negative]
+    corpora = list(dict.fromkeys(sub["corpus"]))
+    fig, axes = plt.subplots(1, len(corpora), figsize=(6.5 * len(corpora), 4), squeeze=False)
+    for ax, corpus in zip(axes[0], corpora, strict=True):
+        part = sub[sub["corpus"] == corpus].reset_index(drop=True)
+        x = np.arange(len(part))
+        for col, lo, hi, colour, name in (
+            ("answer rate", "AR low (clustered)", "AR high (clustered)", "C0", "answer rate"),
+            (
+                "false-answer rate",
+                "FA low (clustered)",
+                "FA high (clustered)",
+                "C3",
+                "false answers",
+            ),
+        ):
+            err = [part[col] - part[lo], part[hi] - part[col]]
+            ax.errorbar(x, part[col], yerr=err, fmt="o", color=colour, label=f"{name} (95% CI)")
+        ax.set_xticks(
+            x,
+            [
+                f"{lv} {lb}\n{lang}"
+                for lv, lb, lang in zip(
+                    part["level"], part["labels"], part["language"], strict=True
+                )
+            ],
+            rotation=60,
+            ha="right",
+            fontsize=7,
+        )
+        ax.set(ylabel="rate, out of fold", title=f"{corpus}: cross-fitted gate vs {negative}")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

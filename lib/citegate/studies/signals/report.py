@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -494,4 +494,104 @@ def language_gap_lines(gap: pd.DataFrame, pushes: pd.DataFrame, language: str = 
             f"- Features pushing {language} answerable questions down most against en (mean "
             f"logit contribution, {column}): {named}."
         )
+    return lines
+
+
+# ---------------------------------------------------------------- the cross-fitted folds
+
+
+def crossfit_metrics(table: pd.DataFrame, alpha: float) -> dict[str, float]:
+    """MLflow metrics of the cross-fitted summary (`crossfit.summary`) at α, e.g.
+    `gita_folds_a05_unit_answer_rate`, `..._answer_rate_ru`, `..._false_answer_rate_<kind>`,
+    `..._max_fold_bound_<kind>`, `..._final_bound_<kind>`, `..._final_n_<kind>`; audited labels
+    add `_audited` after the level."""
+    out: dict[str, float] = {}
+    for r in table.to_dict("records"):
+        view = "" if r["labels"] == RAW else "_audited"
+        key = f"{r['corpus']}_folds_{_a(alpha)}_{r['level']}{view}"
+        kind = r["negatives"]
+        if r["language"] != ALL:
+            if kind == NEGATIVES[0]:
+                out[f"{key}_answer_rate_{r['language']}"] = r["answer rate"]
+            continue
+        out[f"{key}_answer_rate"] = r["answer rate"]
+        out[f"{key}_false_answer_rate_{kind}"] = r["false-answer rate"]
+        out[f"{key}_max_fold_bound_{kind}"] = r["max fold bound"]
+        out[f"{key}_final_bound_{kind}"] = r["final bound"]
+        out[f"{key}_final_n_{kind}"] = r["final n"]
+    return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(float(v))}
+
+
+def crossfit_lines(table: pd.DataFrame, alpha: float, goals: Mapping[str, float]) -> list[str]:
+    """One computed sentence per corpus, level and label view (vs the first kind): the pooled
+    out-of-fold answer rate with its clustered interval and per language, the realised false
+    answers, how many folds certified α and the deployable gate's bound; then each corpus's
+    goal (`goals`: corpus -> answer rate wanted at a per-unit bound ≤ α) as met or not by how
+    much."""
+    lines = []
+    sel = table[table["negatives"] == NEGATIVES[0]]
+    for r in sel[sel["language"] == ALL].to_dict("records"):
+        langs = sel[
+            (sel["corpus"] == r["corpus"])
+            & (sel["labels"] == r["labels"])
+            & (sel["level"] == r["level"])
+            & (sel["language"] != ALL)
+        ]
+        per_lang = ", ".join(
+            f"{x['language']} {x['answer rate']:.3f} (n={x['answerable']})"
+            for x in langs.to_dict("records")
+        )
+        lines.append(
+            f"- **{r['corpus']}**, per {r['level']}, {r['labels']} labels: out of fold the gate "
+            f"answers {r['answer rate']:.3f} of {r['answerable']} answerable questions "
+            f"[{r['AR low (clustered)']:.3f}, {r['AR high (clustered)']:.3f} clustered] ({per_lang}); "
+            f"false answers vs {r['negatives']} {r['false-answer rate']:.3f} "
+            f"[{r['FA low']:.3f}, {r['FA high']:.3f} Wilson] of {r['negative']}; "
+            f"{r['folds certified']} of {r['folds']} folds certified α = {alpha:g} "
+            f"(largest bound {r['max fold bound']:.4f}, smallest n {r['min fold n']}); "
+            f"the gate fit on every fold: bound {r['final bound']:.4f} over {r['final n']} "
+            f"{'units' if r['level'] == 'unit' else 'questions'}."
+        )
+    for corpus, target in goals.items():
+        best = sel[
+            (sel["corpus"] == corpus) & (sel["level"] == "unit") & (sel["language"] == ALL)
+        ].sort_values("labels")  # "audited" before "raw": the goal reads audited labels
+        if best.empty:
+            continue
+        r = best.iloc[0].to_dict()
+        ok = r["answer rate"] >= target - 1e-12 and r["max fold bound"] <= alpha + 1e-12
+        gap = "" if ok else f", short by {target - r['answer rate']:.3f}"
+        lines.append(
+            f"- Goal {corpus}: answer rate ≥ {target:g} at a per-unit bound ≤ {alpha:g} "
+            f"({r['labels']} labels): {'met' if ok else 'not met'} "
+            f"({r['answer rate']:.3f}{gap})."
+        )
+    return lines
+
+
+def language_address_lines(table: pd.DataFrame, baseline: str = "en") -> list[str]:
+    """Per corpus and language other than `baseline`: the out-of-fold answer-rate gap to the
+    baseline overall and inside each stratum of `crossfit.language_by_address`, computed."""
+    lines = []
+    for corpus, g in table.groupby("corpus", sort=False):
+        base = g[g["language"] == baseline].set_index("questions")
+        if base.empty:
+            continue
+        for lang, part in g[g["language"] != baseline].groupby("language", sort=True):
+            p = part.set_index("questions")
+            bits = [
+                f"{stratum} {p.loc[stratum, 'answer rate']:.3f} vs {base.loc[stratum, 'answer rate']:.3f}"
+                f" (gap {base.loc[stratum, 'answer rate'] - p.loc[stratum, 'answer rate']:+.3f},"
+                f" n={int(p.loc[stratum, 'answerable'])})"
+                for stratum in p.index
+                if stratum in base.index and p.loc[stratum, "answerable"] > 0
+            ]
+            share = (
+                p.loc["names indexed verses", "share"] if "names indexed verses" in p.index else 0
+            )
+            lines.append(
+                f"- **{corpus}**, {lang} vs {baseline}: " + "; ".join(bits) + f". {share:.1%} of "
+                f"{lang} questions name an indexed verse, "
+                f"{base.loc['names indexed verses', 'share']:.1%} of {baseline} ones."
+            )
     return lines
