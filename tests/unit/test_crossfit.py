@@ -130,3 +130,19 @@ def test_language_strata_add_up_and_the_report_is_computed(frame: pd.DataFrame, 
     lines = R.crossfit_lines(table, 0.10, {"A": 2.0})
     assert lines[-1].startswith("- Goal A") and "not met" in lines[-1]  # 2.0 cannot be met
     assert "met" in R.crossfit_lines(table, 0.10, {"A": 0.0})[-1]
+
+
+def test_the_deployable_gate_never_sees_the_test_split(frame: pd.DataFrame) -> None:
+    half = frame.assign(split=np.where(frame["group"].str.len() % 2 == 0, "tune", "test"))
+    cf = X.cross_fit(half, 0.10, 0.10, 0.5, 3)
+    gate, point = cf.deployable("A")
+    tune = half[half["split"] == "tune"]
+    fit, cal = C.tune_parts(tune, 0.5)
+    assert gate.n_fit == len(fit)
+    assert (
+        point.kind("out_of_corpus").n_neg
+        == cal.loc[cal["label"] == "out_of_corpus", "unit"].nunique()
+    )  # type: ignore[union-attr]
+    assert "per unit" in point.calibrated_on and cf.corpora == ["A"]
+    with pytest.raises(KeyError, match="no deployable"):
+        cf.deployable("B")

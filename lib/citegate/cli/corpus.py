@@ -87,7 +87,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--corpus",
         nargs="+",
         required=True,
-        help="built-in corpus (gita, xquad, gita-split, xquad-split) or a file or folder of "
+        help="built-in corpus (gita, xquad, gita-split, xquad-split, gita-fold1..6, xquad-fold1..4) or a file or folder of "
         ".srt/.vtt/.json/.txt/.md files",
     )
     ing.add_argument(

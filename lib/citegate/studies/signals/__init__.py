@@ -18,6 +18,7 @@ from citegate.research.folds import load_fold_studies
 from citegate.research.study import record_studies
 from citegate.studies.signals.artifacts import (
     GATE_MODEL_FILE,
+    fold_trained_on,
     production_base,
     recommended_config,
     save_recommendation,
@@ -74,6 +75,7 @@ __all__ = [
     "language_address_lines",
     "language_by_address",
     "crossfit_lines",
+    "fold_trained_on",
     "crossfit_metrics",
     "crossfit_summary",
     "fold_frame",

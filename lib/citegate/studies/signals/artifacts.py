@@ -17,6 +17,7 @@ import pandas as pd
 from citegate.core import config
 from citegate.core.config import PipelineConfig, save_config
 from citegate.core.errors import ConfigError
+from citegate.corpus.builds import parent_build
 from citegate.models.gate_model import LearnedGate
 from citegate.models.ltr.model import LTRReranker
 from citegate.research.study import Study
@@ -75,6 +76,27 @@ def trained_on(study: Study, corpus: str, run_dir: Any, model: str, n_fit: int) 
         "model": model,
         "embedder": study.embedder_id,
         "reranker": study.reranker_id,
+    }
+
+
+def fold_trained_on(
+    studies: Mapping[str, Study], corpus: str, run_dir: Any, model: str, n_fit: int
+) -> dict[str, Any]:
+    """`trained_on` of the deployable fold gate: every fold build of `corpus` with its sets'
+    digests (the out-of-scope set once per fold build)."""
+    mine = {name: st for name, st in studies.items() if parent_build(name) == corpus}
+    first = next(iter(mine.values()))
+    return {
+        "experiment": "05_gate_signals",
+        "run_dir": Path(run_dir).name,
+        "corpus": corpus,
+        "sets": {f"{b}/{n}": s.qset.digest for b, st in mine.items() for n, s in st.sets.items()},
+        "fit_on": "every leave-out fold's tune-split questions, fit part (calibration groups "
+        "excluded); certified per unit on their calibration part",
+        "n_fit": n_fit,
+        "model": model,
+        "embedder": first.embedder_id,
+        "reranker": first.reranker_id,
     }
 
 

@@ -23,7 +23,7 @@ negatives, which can only make the bound stricter.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -31,10 +31,13 @@ import pandas as pd
 from citegate.evaluation import metrics as M
 from citegate.studies.signals.compute import (
     NEGATIVES,
+    FittedGate,
+    GatePoint,
     certify,
     fit_gates,
     has_audit,
     language_stats,
+    learned_name,
     tune_parts,
     with_language_z,
 )
@@ -43,6 +46,9 @@ FOLD_GATE = "logistic"
 LEVELS = ("question", "unit")
 RAW, AUDITED = "raw", "audited"
 FINAL = 0  # the fold number of the deployable gate (fit and certified on every fold)
+# The deployable gate is fit and certified on the TUNE split's questions of every fold only, so
+# the test split (other verses, other articles) stays unseen for `citegate promote`'s guards.
+FINAL_SPLIT = "tune"
 BOOT_SALT = 20261202  # seed of the clustered bootstrap
 
 
@@ -57,6 +63,22 @@ class CrossFit:
 
     rotations: pd.DataFrame
     scored: pd.DataFrame
+    finals: dict[tuple[str, str, str], tuple[FittedGate, GatePoint]] = field(
+        default_factory=dict
+    )  # (corpus, view, level) -> the deployable gate and its certificate
+
+    def deployable(self, corpus: str, level: str = "unit") -> tuple[FittedGate, GatePoint]:
+        """The gate fit on every fold (tune split) and its certificate at `level`, audited
+        labels when the frame carried any (the certificate the goals read), else raw."""
+        for view in (AUDITED, RAW):
+            if (corpus, view, level) in self.finals:
+                return self.finals[(corpus, view, level)]
+        raise KeyError(f"no deployable fold gate for {corpus!r} (cross-fitted: {self.corpora})")
+
+    @property
+    def corpora(self) -> list[str]:
+        """The corpora cross-fitted."""
+        return sorted({c for c, _, _ in self.finals})
 
 
 def views(frame: pd.DataFrame) -> tuple[str, ...]:
@@ -80,13 +102,18 @@ def cross_fit(
 ) -> CrossFit:
     """Every rotation of every corpus (`base`) of the fold frame, then the deployable gate.
     The frame carries `base`, `cv_fold` and `unit` besides the signal frame's columns."""
-    rotations, scored = [], []
+    rotations, scored, finals = [], [], {}
     for base, g in frame.groupby("base", sort=False):
         for fold in [*sorted(int(f) for f in g["cv_fold"].unique()), FINAL]:
-            rot, sc = _rotation(g, str(base), fold, alpha, delta, cal_share, n_splits, negatives)
+            rows = g[g["split"] == FINAL_SPLIT] if fold == FINAL else g
+            rot, sc, made = _rotation(
+                rows, str(base), fold, alpha, delta, cal_share, n_splits, negatives
+            )
             rotations += rot
             scored += sc
-    return CrossFit(pd.DataFrame(rotations), pd.concat(scored, ignore_index=True))
+            if fold == FINAL:
+                finals |= made
+    return CrossFit(pd.DataFrame(rotations), pd.concat(scored, ignore_index=True), finals)
 
 
 def _rotation(
@@ -98,9 +125,12 @@ def _rotation(
     cal_share: float,
     n_splits: int,
     negatives: Sequence[str],
-) -> tuple[list[dict], list[pd.DataFrame]]:
+) -> tuple[
+    list[dict], list[pd.DataFrame], dict[tuple[str, str, str], tuple[FittedGate, GatePoint]]
+]:
     """Fit on the fit part of every fold but `fold`, certify on their calibration part, score
-    fold `fold` (FINAL: every fold is tune and nothing is scored)."""
+    fold `fold` (FINAL: every fold is tune and nothing is scored). Also returns each view and
+    level's (gate, certified point)."""
     split = np.where(g["cv_fold"] == fold, "test", "tune")
     fr = g.assign(split=split, corpus=base)
     fr = with_language_z(fr, language_stats(fr))
@@ -110,12 +140,19 @@ def _rotation(
     test = fr[fr["split"] == "test"]
     s_cal = gate.score(cal)
     s_test = gate.score(test) if len(test) else np.empty(0)
-    rows, scored = [], []
+    rows, scored, made = [], [], {}
     for view in views(fr):
         cal_v, test_v = view_labels(cal, view), view_labels(test, view)
         for level in LEVELS:
             units = cal_v["unit"].astype(str).to_numpy() if level == "unit" else None
             cert = certify(s_cal, cal_v, alpha, delta, negatives, units=units)
+            where = (
+                f"every fold's calibration part ({FINAL_SPLIT} split, per {level}, {view} labels)"
+            )
+            made[(base, view, level)] = (
+                gate,
+                GatePoint(base, learned_name(FOLD_GATE), alpha, delta, cert, where),
+            )
             head = {"corpus": base, "fold": fold, "labels": view, "level": level, "alpha": alpha}
             for kind, c in cert.per_kind.items():
                 rows.append(
@@ -136,7 +173,7 @@ def _rotation(
                         **head, score=s_test, answered=s_test >= cert.threshold
                     )
                 )
-    return rows, scored
+    return rows, scored, made
 
 
 def cluster_rate_ci(
