@@ -6,6 +6,7 @@ import argparse
 import hashlib
 import json
 import math
+import os
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -356,3 +357,35 @@ def test_pools_take_texts_by_id_and_flag_stale_traces() -> None:
     )
     assert [c.text for c in pools["ok"]] == ["one", "two"]  # ann_missed left out
     assert sorted(stale) == ["gone", "other_db"] and set(pools) == {"ok"}
+
+
+@pytest.mark.db
+def test_two_fresh_databases_give_a_byte_identical_model(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same data ingested into two new databases (fragment ids, HNSW graphs and trace
+    caches all built afresh) trains to the same model bytes: what a promotion commits by digest
+    does not depend on which machine or database trained it."""
+    from citegate.store import db
+    from citegate.store.ingest import ingest_corpus
+
+    monkeypatch.setenv("CITEGATE_VAR", str(tmp_path))
+    emb = default_embedder()
+    files = []
+    for side in ("a", "b"):
+        name = f"ltr_{side}_{os.getpid()}"
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            with db.connect(pg_url.replace("/postgres?", f"/{name}?")) as conn:
+                ingest_corpus(conn, "xquad", emb, progress=False)
+                meta = ltr_training.train_ltr(
+                    conn, "fresh", ("xquad",), emb, progress=False, limit=40, folds=3,
+                    store=TraceStore(tmp_path / f"traces-{side}.sqlite"),
+                )  # fmt: skip
+            files.append(Path(meta["path"]).read_bytes())
+        finally:
+            with psycopg.connect(pg_url, autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    assert files[0] == files[1]
