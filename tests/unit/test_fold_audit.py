@@ -19,6 +19,7 @@ from citegate.research.audit_sheet import (
     SheetNote,
     SheetRow,
     fold_audit_sample,
+    fold_audit_samples,
     fold_held_out,
     sheet_markdown,
 )
@@ -53,12 +54,14 @@ def test_fold_audit_loads_and_is_large_enough(audit: dict) -> None:
 def test_fold_audit_covers_exactly_the_fold_sheet_sample(audit: dict, fold_sets: dict) -> None:
     """The judged ids are `fold_audit_sample` of 05's fold sample of every fold build (the
     sample is drawn without the database, as `load_fold_studies` draws it)."""
-    want: set[str] = set()
+    drawn = {}
     for k, (name, qset) in enumerate(fold_sets.items(), 1):
         keep = fold_selector("gita", k)
-        qs = sample([q for q in qset.questions if keep(name, q)], FOLD_LIMIT)
-        want |= {q.id for q in fold_audit_sample(qs, FOLD_OOC, FOLD_CONTROL)}
-    assert set(audit) == want
+        drawn[name] = sample([q for q in qset.questions if keep(name, q)], FOLD_LIMIT)
+    chosen = fold_audit_samples(drawn, FOLD_OOC, FOLD_CONTROL)
+    want = {q.id: q.label for qs in chosen.values() for q in qs}
+    assert len(want) == sum(len(qs) for qs in chosen.values())  # no question twice
+    assert {i: j.label for i, j in audit.items()} == want
 
 
 def test_each_out_of_corpus_judgment_applies_in_exactly_one_fold_set(
@@ -128,6 +131,8 @@ def test_fold_audit_sample_is_first_ooc_then_control() -> None:
     qs = [replace(j, id=f"{lab}-{i}", label=lab) for i in range(80) for lab in ("answerable", "out_of_corpus")]
     got = [q.id for q in fold_audit_sample(qs, 70, 17)]
     assert got == [f"out_of_corpus-{i}" for i in range(70)] + [f"answerable-{i}" for i in range(17)]
+    got = [q.id for q in fold_audit_sample(qs, 2, 2, frozenset({"answerable-0"}))]
+    assert got == ["out_of_corpus-0", "out_of_corpus-1", "answerable-1", "answerable-2"]
 
 
 def test_a_held_out_address_is_refused_in_its_fold(tmp_path, audit: dict) -> None:  # type: ignore[no-untyped-def]

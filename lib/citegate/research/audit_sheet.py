@@ -12,7 +12,8 @@ The fold audit (`citegate audit-sheet --folds gita`, one sheet for every fold se
 `gita-folds.jsonl`) reads experiment 05's fold sample instead (`research.folds.load_fold_studies`,
 `FOLD_LIMIT` per label, set and fold build): per fold build, in its sample order, the first
 `FOLD_OOC` out_of_corpus questions (its own held-out chapters) and the first `FOLD_CONTROL`
-answerable ones (the previous fold's questions, `fold_selector`), every split. Each row names
+answerable ones (the previous fold's questions, `fold_selector`) not already audited as
+out_of_corpus, every split. Each row names
 its fold and the chapters that fold holds out, and its notes are the fold build's.
 """
 
@@ -162,14 +163,32 @@ def sheet_rows(
 
 
 def fold_audit_sample(
-    questions: Sequence[Question], ooc: int = FOLD_OOC, control: int = FOLD_CONTROL
+    questions: Sequence[Question],
+    ooc: int = FOLD_OOC,
+    control: int = FOLD_CONTROL,
+    exclude: frozenset[str] = frozenset(),
 ) -> list[Question]:
     """The audited questions of one fold build, in its sample order: the first `ooc`
-    out_of_corpus ones, then the first `control` answerable ones (every split; `questions`: the
-    fold study's sample, already in that order)."""
+    out_of_corpus ones, then the first `control` answerable ones whose id is not in `exclude`
+    (every split; `questions`: the fold study's sample, already in that order). A fold build's
+    answerable questions are the previous fold's held-out ones, so `exclude` (the ids audited as
+    out_of_corpus) keeps a question from being judged twice: an audit holds one record per id."""
     out_ = [q for q in questions if q.label == "out_of_corpus"][:ooc]
-    ans = [q for q in questions if q.label == "answerable"][:control]
+    ans = [q for q in questions if q.label == "answerable" and q.id not in exclude][:control]
     return out_ + ans
+
+
+def fold_audit_samples(
+    sets: Mapping[str, Sequence[Question]], ooc: int = FOLD_OOC, control: int = FOLD_CONTROL
+) -> dict[str, list[Question]]:
+    """fold build -> its audited questions (`fold_audit_sample`), the controls drawn past every
+    question audited as out_of_corpus in any fold."""
+    held = {
+        q.id for qs in sets.values() for q in fold_audit_sample(qs, ooc, 0)
+    }
+    return {
+        name: fold_audit_sample(qs, ooc, control, frozenset(held)) for name, qs in sets.items()
+    }
 
 
 def fold_held_out(base: str, fold: int) -> tuple[int, ...]:
@@ -200,8 +219,9 @@ def build_fold_sheet(
     """The fold audit's sheet: per fold build (fold 1 first), `fold_audit_sample` of its fold
     set, each row with the fold build's notes and the chapters that fold holds out."""
     rows: list[SheetRow] = []
+    chosen_by = fold_audit_samples({n: s.questions for n, s in sets.items()}, ooc, control)
     for k, (name, sset) in enumerate(sets.items(), 1):
-        chosen = fold_audit_sample(sset.questions, ooc, control)
+        chosen = chosen_by[name]
         base = parent_build(name)
         rows += sheet_rows(
             conn, sset, cfg, chosen, top=top, fold=k, held_out=fold_held_out(base, k)
