@@ -5,6 +5,7 @@ card's fold audit entry is the file's own (no database)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +13,7 @@ from citegate.core.errors import InputError
 from citegate.corpus import datacheck
 from citegate.corpus.audit import audit_path, load_audit
 from citegate.corpus.builds import fold_builds, gita_chapter_folds
-from citegate.corpus.questions import fold_audit_name, load_set, question_fold
+from citegate.corpus.questions import fold_audit_name, fold_set, load_set, question_fold
 from citegate.research.audit_sheet import (
     FOLD_CONTROL,
     FOLD_OOC,
@@ -44,7 +45,7 @@ def test_fold_audit_loads_and_is_large_enough(audit: dict) -> None:
     control = [j for j in audit.values() if j.label == "answerable"]
     assert len(ooc) >= 400 and len(control) >= 100
     gita = {q.id: q for q in load_set("gita").questions}
-    chapters = {int(gita[j.id].group.split(":")[1].split(".")[0]) for j in ooc}
+    chapters = {int(gita[j.id].gold[0].split()[1].split(".")[0]) for j in ooc}  # "BG 5.4"
     assert len(chapters) >= 12
     assert {j.sheet_digest for j in audit.values()} and all(
         len(j.sheet_digest) == 64 for j in audit.values()
@@ -85,12 +86,24 @@ def test_each_out_of_corpus_judgment_applies_in_exactly_one_fold_set(
 
 def test_card_fold_audit_entry_is_computed_from_the_file() -> None:
     datacheck.check_audit_card()  # both audit entries of the data card match their files
+    datacheck.check_fold_audit_card()
     entry = datacheck.card_counts(
         datacheck.CARD, datacheck.FOLD_AUDIT_BEGIN, datacheck.FOLD_AUDIT_END
     )
     assert entry == datacheck.fold_audit_entry()
     for k in range(1, 7):
         assert f"| gita-fold{k} | " in entry
+
+
+def test_stale_fold_audit_entry_is_refused(tmp_path: Path) -> None:
+    card = tmp_path / "CARD.md"
+    card.write_text(f"x\n{datacheck.FOLD_AUDIT_BEGIN}\n| stale |\n{datacheck.FOLD_AUDIT_END}\n")
+    with pytest.raises(InputError, match="fold audit entry disagrees"):
+        datacheck.check_fold_audit_card(card)
+    datacheck.write_card_counts(
+        datacheck.fold_audit_entry(), card, datacheck.FOLD_AUDIT_BEGIN, datacheck.FOLD_AUDIT_END
+    )
+    datacheck.check_fold_audit_card(card)  # rewritten from the file: accepted
 
 
 def test_fold_audit_entry_counts_per_fold() -> None:
@@ -128,16 +141,18 @@ def test_fold_sheet_rows_name_their_fold_and_held_out_chapters() -> None:
 
 def test_fold_audit_sample_is_first_ooc_then_control() -> None:
     j = next(iter(load_set("gita").questions))
-    qs = [replace(j, id=f"{lab}-{i}", label=lab) for i in range(80) for lab in ("answerable", "out_of_corpus")]
+    qs = [
+        replace(j, id=f"{lab}-{i}", label=lab)
+        for i in range(80)
+        for lab in ("answerable", "out_of_corpus")
+    ]
     got = [q.id for q in fold_audit_sample(qs, 70, 17)]
     assert got == [f"out_of_corpus-{i}" for i in range(70)] + [f"answerable-{i}" for i in range(17)]
     got = [q.id for q in fold_audit_sample(qs, 2, 2, frozenset({"answerable-0"}))]
     assert got == ["out_of_corpus-0", "out_of_corpus-1", "answerable-1", "answerable-2"]
 
 
-def test_a_held_out_address_is_refused_in_its_fold(tmp_path, audit: dict) -> None:  # type: ignore[no-untyped-def]
-    from citegate.corpus.questions import fold_set
-
+def test_a_held_out_address_is_refused_in_its_fold(tmp_path: Path, audit: dict) -> None:
     gita = {q.id: q for q in load_set("gita").questions}
     j = next(j for j in audit.values() if j.label == "out_of_corpus")
     k = question_fold(gita[j.id])
@@ -146,3 +161,9 @@ def test_a_held_out_address_is_refused_in_its_fold(tmp_path, audit: dict) -> Non
     (tmp_path / "gita-folds.jsonl").write_text(bad.to_json() + "\n", encoding="utf-8")
     with pytest.raises(InputError, match="not indexed"):
         fold_set(f"gita-fold{k}", tmp_path)
+
+
+def test_data_check_passes_with_the_fold_audit() -> None:
+    """`citegate data check` without a database: every set equals a fresh build (the fold
+    audit's judgments load into the fold sets) and both audit entries of the card match."""
+    assert len(datacheck.check_all(None, None)) == len(datacheck.SETS)

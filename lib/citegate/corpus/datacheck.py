@@ -153,6 +153,7 @@ def check_all(conn: object | None, embedder_id: str | None) -> list[QuestionSet]
         for s in sets:
             resolve_gold(conn, s, embedder_id)  # type: ignore[arg-type]
     check_audit_card()
+    check_fold_audit_card()
     return sets
 
 
@@ -173,6 +174,10 @@ def check_audit_card(card: Path = CARD) -> None:
         raise InputError(
             card, "-", "audit entry disagrees with the audit file (run `citegate data build`)"
         )
+
+
+def check_fold_audit_card(card: Path = CARD) -> None:
+    """Refuse (InputError) when the card's fold audit entry is not the fold audit file's own."""
     if fold_audit_entry() != card_counts(card, FOLD_AUDIT_BEGIN, FOLD_AUDIT_END):
         raise InputError(
             card,

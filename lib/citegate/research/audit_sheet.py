@@ -183,12 +183,8 @@ def fold_audit_samples(
 ) -> dict[str, list[Question]]:
     """fold build -> its audited questions (`fold_audit_sample`), the controls drawn past every
     question audited as out_of_corpus in any fold."""
-    held = {
-        q.id for qs in sets.values() for q in fold_audit_sample(qs, ooc, 0)
-    }
-    return {
-        name: fold_audit_sample(qs, ooc, control, frozenset(held)) for name, qs in sets.items()
-    }
+    held = {q.id for qs in sets.values() for q in fold_audit_sample(qs, ooc, 0)}
+    return {name: fold_audit_sample(qs, ooc, control, frozenset(held)) for name, qs in sets.items()}
 
 
 def fold_held_out(base: str, fold: int) -> tuple[int, ...]:
@@ -272,9 +268,7 @@ def sheet_markdown(rows: Sequence[SheetRow], digest: str) -> str:
         "",
     ]
     for n, r in enumerate(rows, 1):
-        fold = (
-            f" fold {r.fold} (held out: ch. {', '.join(map(str, r.held_out))})" if r.fold else ""
-        )
+        fold = f" fold {r.fold} (held out: ch. {', '.join(map(str, r.held_out))})" if r.fold else ""
         out += [
             f"## {n}. {r.id} [{r.label}, {r.language}, {r.split}]{fold} decision={r.decision}",
             "",
