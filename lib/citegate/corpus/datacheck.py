@@ -4,19 +4,22 @@ calls): the counts table of the data card, and every set checked against a fresh
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from citegate.core import paths
 from citegate.core.errors import InputError
 from citegate.corpus.audit import JUDGMENTS, Judgment, audit_counts, audit_path, load_audit
+from citegate.corpus.builds import gita_chapter_folds
 from citegate.corpus.questions import (
     SETS,
     QuestionSet,
     build_sets,
     check_set,
     counts_table,
+    fold_audit_name,
     load_set,
+    question_fold,
     resolve_gold,
     write_sets,
 )
@@ -26,6 +29,8 @@ CARD = paths.DATA / "CARD.md"
 BEGIN, END = "<!-- counts:begin -->", "<!-- counts:end -->"
 AUDIT_BEGIN, AUDIT_END = "<!-- audit:begin -->", "<!-- audit:end -->"
 AUDITED_SET = "gita-split"
+FOLD_AUDIT_BEGIN, FOLD_AUDIT_END = "<!-- fold-audit:begin -->", "<!-- fold-audit:end -->"
+FOLD_AUDITED_BASE = "gita"  # the fold audit `gita-folds.jsonl` serves gita-fold1 .. gita-fold6
 
 
 def counts_markdown(sets: Iterable[QuestionSet]) -> str:
@@ -89,6 +94,48 @@ def audit_markdown(audit: Iterable[Judgment]) -> str:
     return "\n".join(lines)
 
 
+def fold_audit_markdown(
+    audit: Iterable[Judgment], fold_of: Mapping[str, int], held: Mapping[int, Iterable[int]]
+) -> str:
+    """The fold audit's card entry, computed from the file: judgments per raw label as in
+    `audit_markdown`, then the out_of_corpus judgments per fold (the fold set in which each is
+    out_of_corpus, with the chapters it holds out) with each fold's share answerable and its 95%
+    Wilson interval, then every ambiguous case. `fold_of`: question id -> the fold that holds
+    its chapter out; `held`: fold -> its held-out chapters."""
+    items = list(audit)
+    lines = audit_markdown(items).split("\n")
+    cut = lines.index("")  # the per-label table ends at the first blank line
+    table, rest = lines[:cut], lines[cut:]
+    table += [
+        "",
+        "| fold set | held-out chapters | "
+        + " | ".join(JUDGMENTS)
+        + " | judged | share answerable [95% Wilson] |",
+        "|---|---|" + "---:|" * (len(JUDGMENTS) + 2),
+    ]
+    ooc = [j for j in items if j.label == "out_of_corpus"]
+    for k in sorted({fold_of[j.id] for j in ooc}):
+        mine = [j for j in ooc if fold_of[j.id] == k]
+        counts = " | ".join(str(sum(j.judgment == jd for j in mine)) for jd in JUDGMENTS)
+        share, low, high = rate_ci([j.judgment == "answerable" for j in mine])
+        chapters = ", ".join(map(str, sorted(held[k])))
+        table.append(
+            f"| {FOLD_AUDITED_BASE}-fold{k} | {chapters} | {counts} | {len(mine)} | "
+            f"{share:.3f} [{low:.3f}, {high:.3f}] |"
+        )
+    return "\n".join(table + rest)
+
+
+def fold_audit_entry() -> str:
+    """The card entry of the committed fold audit (`gita-folds.jsonl`)."""
+    audit = load_audit(audit_path(fold_audit_name(FOLD_AUDITED_BASE)), frozenset()).values()
+    fold_of = {q.id: question_fold(q) for q in load_set(FOLD_AUDITED_BASE).questions}
+    held: dict[int, list[int]] = {}
+    for chapter, k in gita_chapter_folds().items():
+        held.setdefault(k, []).append(chapter)
+    return fold_audit_markdown(audit, fold_of, held)
+
+
 def check_all(conn: object | None, embedder_id: str | None) -> list[QuestionSet]:
     """Validate every set: schema, duplicates, split leakage, gold references (with a database),
     and that the committed files equal a fresh build from the sources."""
@@ -106,6 +153,7 @@ def check_all(conn: object | None, embedder_id: str | None) -> list[QuestionSet]
         for s in sets:
             resolve_gold(conn, s, embedder_id)  # type: ignore[arg-type]
     check_audit_card()
+    check_fold_audit_card()
     return sets
 
 
@@ -115,6 +163,7 @@ def rebuild() -> int:
     write_card_counts(counts_markdown(load_set(n) for n in SETS))
     audit = load_audit(audit_path(AUDITED_SET)).values()
     write_card_counts(audit_markdown(audit), begin=AUDIT_BEGIN, end=AUDIT_END)
+    write_card_counts(fold_audit_entry(), begin=FOLD_AUDIT_BEGIN, end=FOLD_AUDIT_END)
     return len(SETS)
 
 
@@ -124,6 +173,16 @@ def check_audit_card(card: Path = CARD) -> None:
     if audit_markdown(audit) != card_counts(card, AUDIT_BEGIN, AUDIT_END):
         raise InputError(
             card, "-", "audit entry disagrees with the audit file (run `citegate data build`)"
+        )
+
+
+def check_fold_audit_card(card: Path = CARD) -> None:
+    """Refuse (InputError) when the card's fold audit entry is not the fold audit file's own."""
+    if fold_audit_entry() != card_counts(card, FOLD_AUDIT_BEGIN, FOLD_AUDIT_END):
+        raise InputError(
+            card,
+            "-",
+            "fold audit entry disagrees with the fold audit file (run `citegate data build`)",
         )
 
 
