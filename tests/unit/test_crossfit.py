@@ -146,3 +146,14 @@ def test_the_deployable_gate_never_sees_the_test_split(frame: pd.DataFrame) -> N
     assert "per unit" in point.calibrated_on and cf.corpora == ["A"]
     with pytest.raises(KeyError, match="no deployable"):
         cf.deployable("B")
+
+
+def test_the_deployable_gate_falls_back_to_the_view_that_certifies(frame: pd.DataFrame) -> None:
+    judged = frame.copy()
+    ooc = judged.index[judged["label"] == "out_of_corpus"]
+    judged.loc[ooc[:-6], ["audit", "audited_label"]] = ["answerable", "held_out_answerable"]
+    cf = X.cross_fit(judged, 0.30, 0.10, 0.5, 3)  # 6 audited negatives cannot certify 0.30
+    _, audited = cf.finals[("A", "audited", "unit")]
+    assert not audited.certified.feasible
+    _, point = cf.deployable("A")
+    assert point.certified.feasible and "raw labels" in point.calibrated_on

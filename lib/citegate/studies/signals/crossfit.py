@@ -68,12 +68,18 @@ class CrossFit:
     )  # (corpus, view, level) -> the deployable gate and its certificate
 
     def deployable(self, corpus: str, level: str = "unit") -> tuple[FittedGate, GatePoint]:
-        """The gate fit on every fold (tune split) and its certificate at `level`, audited
-        labels when the frame carried any (the certificate the goals read), else raw."""
-        for view in (AUDITED, RAW):
-            if (corpus, view, level) in self.finals:
-                return self.finals[(corpus, view, level)]
-        raise KeyError(f"no deployable fold gate for {corpus!r} (cross-fitted: {self.corpora})")
+        """The gate fit on every fold (tune split) and its certificate at `level`: audited
+        labels when the frame carried any and that certificate holds (the one the goals read),
+        else raw labels when that one holds, else the audited (or raw) one, infeasible — which
+        `citegate promote` refuses."""
+        views_made = [v for v in (AUDITED, RAW) if (corpus, v, level) in self.finals]
+        if not views_made:
+            raise KeyError(f"no deployable fold gate for {corpus!r} (cross-fitted: {self.corpora})")
+        for view in views_made:
+            gate, point = self.finals[(corpus, view, level)]
+            if point.certified.feasible:
+                return gate, point
+        return self.finals[(corpus, views_made[0], level)]
 
     @property
     def corpora(self) -> list[str]:
