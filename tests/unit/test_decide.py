@@ -201,6 +201,10 @@ def test_certificate_checks_read_every_kind_and_fail_the_one_over_alpha() -> Non
     assert [c.ok for c in certificate_checks({"certified": listed})] == [True]  # bound = alpha
     nested = {"certified": {"gita-split": {"out_of_corpus": {**listed[0], "kind": None}}}}
     assert [c.kind for c in certificate_checks(nested)] == ["gita-split.out_of_corpus"]
+    per_unit = {
+        "certified": {"calibrated_on": "every fold's calibration part (per unit)", "x": listed[0]}
+    }
+    assert "9 negative units" in certificate_checks(per_unit)[0].line()
 
 
 def test_certificate_checks_read_experiment_05s_block() -> None:

@@ -302,6 +302,7 @@ class CertificateCheck:
     delta: float
     n_neg: int
     feasible: bool = True
+    counted: str = "negatives"  # what n_neg counts: "negative units" for a per-unit certificate
 
     @property
     def ok(self) -> bool:
@@ -316,7 +317,7 @@ class CertificateCheck:
             verdict += " (no threshold could be certified)"
         return (
             f"certificate {self.kind}: bound {self.bound:.4f} {rel} alpha {self.alpha:g} "
-            f"(confidence {1 - self.delta:g}, {self.n_neg} negatives): {verdict}"
+            f"(confidence {1 - self.delta:g}, {self.n_neg} {self.counted}): {verdict}"
         )
 
 
@@ -345,7 +346,8 @@ def _certified_blocks(
         return
     if not isinstance(node, dict):
         return
-    here = {**outer, **{k: node[k] for k in ("alpha", "delta", "feasible") if k in node}}
+    keep = ("alpha", "delta", "feasible", "calibrated_on")
+    here = {**outer, **{k: node[k] for k in keep if k in node}}
     if "bound" not in node:
         for k, v in node.items():
             yield from _certified_blocks(v, (*path, str(k)), here)
@@ -360,12 +362,20 @@ def _certified_blocks(
             float(here.get("delta", float("nan"))),
             int(node.get("n_neg", 0)),
             here.get("feasible") is not False,
+            _counted(str(here.get("calibrated_on", ""))),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(
             f"recommendation.json: certified block {name!r} needs numeric alpha and bound "
             f"(and delta, n_neg): {exc!r}"
         ) from exc
+
+
+def _counted(calibrated_on: str) -> str:
+    """What a certificate's n counts, read from where it was calibrated (experiment 05 says
+    "per unit" or "per question group" for a certificate over independent units)."""
+    per_unit = "per unit" in calibrated_on or "per question group" in calibrated_on
+    return "negative units" if per_unit else "negatives"
 
 
 # ---------------------------------------------------------------- decision and recording
