@@ -114,8 +114,8 @@ def test_a_question_spanning_folds_is_never_out_of_corpus_and_keeps_its_first_do
     qs = tmp_path / "q.csv"
     qs.write_text(
         "id,text,gold\n"
-        "s1,What did the embargo and the church have in common?,"
-        "1973_oil_crisis-1;United_Methodist_Church-1\n"
+        "s1,What did the embargo cause and how did it end?,"
+        "1973_oil_crisis-2;1973_oil_crisis-1\n"
         "s2,What did Syria and Egypt launch in 1973?,1973_oil_crisis-1\n",
         encoding="utf-8",
     )
@@ -123,11 +123,10 @@ def test_a_question_spanning_folds_is_never_out_of_corpus_and_keeps_its_first_do
     fold_import(conn, "fx2", emb, Folds(2), progress=False)  # folds of documents
     fold_of = import_document_folds("fx2")
     labels = {n: {q.id: q.label for q in load_set(n).questions} for n in fold_builds("fx2")}
-    spans = fold_of["1973_oil_crisis-1"] != fold_of["United_Methodist_Church-1"]
+    assert fold_of["1973_oil_crisis-1"] != fold_of["1973_oil_crisis-2"]  # s1 spans both folds
     s1 = next(q for q in load_set("fx2-fold1").questions if q.id == "s1")
     assert question_fold(s1) == fold_of["1973_oil_crisis-1"]  # the first (sorted) document's
-    if spans:
-        assert all(lab["s1"] == "answerable" for lab in labels.values())
+    assert all(lab["s1"] == "answerable" for lab in labels.values())
     assert sum(lab["s2"] == "out_of_corpus" for lab in labels.values()) == 1
 
 

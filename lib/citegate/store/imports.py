@@ -403,7 +403,8 @@ def _folds(
         for b in removed:
             store.drop_corpus(conn, embedder.id, b)
         _check_gold(conn, sets, embedder.id)
-    store.vacuum(conn)
+    if removed or any(b.ingest.written or b.ingest.deleted for b in builds):
+        store.vacuum(conn)  # skipped inside the transaction (see `tables.vacuum`)
     for b in old:
         record["builds"].pop(b, None)
     record["builds"].update(entries)
