@@ -25,14 +25,18 @@ from citegate.tracking.runner import (
 EXAMPLE = paths.DATA / "examples" / "xquad-mini"
 
 
-def fake_import(name: str, split: bool, oos: str = "out-of-scope") -> None:
+def fake_import(name: str, split: bool, oos: str = "out-of-scope", folds: int = 0) -> None:
     """A build.json as an import writes it (what `--corpus` reads)."""
     builds = {name: {"build_id": f"{name}@x", "origin": "o"}}
     if split:
         builds[f"{name}-split"] = {"build_id": f"{name}-split@y", "origin": "o"}
+    for i in range(1, folds + 1):
+        builds[f"{name}-fold{i}"] = {"build_id": f"{name}-fold{i}@z", "origin": "o", "fold": i}
     folder = import_folder(name)
     folder.mkdir(parents=True, exist_ok=True)
-    record = {"name": name, "builds": builds, "out_of_scope": oos}
+    record: dict[str, object] = {"name": name, "builds": builds, "out_of_scope": oos}
+    if folds:
+        record["folds"] = {"k": folds, "field": None, "salt": "s"}
     (folder / "build.json").write_text(json.dumps(record), encoding="utf-8")
 
 
@@ -64,6 +68,18 @@ def test_corpus_replaces_whichever_set_parameter_the_notebook_declares() -> None
         corpus_overrides(spec_with("SETS"), "never-imported")
     with pytest.raises(ConfigError, match="declares none of"):
         corpus_overrides(spec_with("LIMIT"), "ov1")
+
+
+def test_corpus_cross_fits_the_imported_folds_or_nothing() -> None:
+    fake_import("ov4", split=True, folds=3)
+    fake_import("ov5", split=True)
+    spec = spec_with("CORPORA", "FOLD_CORPORA", "FOLD_GOALS")
+    got = corpus_overrides(spec, "ov4")
+    assert (got["FOLD_CORPORA"], got["FOLD_GOALS"]) == (["ov4"], {})
+    assert corpus_overrides(spec, "ov5")["FOLD_CORPORA"] == []  # no folds: nothing cross-fitted
+    shipped = load_spec(paths.EXPERIMENTS / "05_gate_signals.yaml")
+    params = shipped.resolved("tiny", with_corpus(shipped, "ov4", {}))
+    assert params["FOLD_CORPORA"] == ["ov4"] and params["FOLD_GOALS"] == {}
 
 
 def test_shipped_03_spec_takes_the_corpus_override() -> None:

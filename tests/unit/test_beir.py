@@ -193,7 +193,9 @@ def test_out_of_scope_file_lines_or_jsonl(tmp_path: Path) -> None:
         read_out_of_scope(js, "en")
 
 
-@pytest.mark.parametrize("name", ["gita", "xquad-split", "out-of-scope", "a b", "mine-split", ""])
+@pytest.mark.parametrize(
+    "name", ["gita", "xquad-split", "out-of-scope", "a b", "mine-split", "mine-fold2", ""]
+)
 def test_names_that_would_clash_are_refused(name: str) -> None:
     with pytest.raises(InputError):
         check_name(name)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from citegate.core.errors import ConfigError
 from citegate.corpus.builds import heldout_gita_chapters, heldout_xquad_articles
-from citegate.corpus.holdout import HOLDOUT_SALT, Holdout, held_out, share_count
+from citegate.corpus.holdout import HOLDOUT_SALT, Folds, Holdout, folds, held_out, share_count
 from citegate.corpus.sources.xquad import load_xquad
 from citegate.evaluation.sampling import salted_order
 
@@ -58,3 +60,30 @@ def test_documents_by_share_and_by_field() -> None:
     assert all(d in by_field for d, a in field_of.items() if a in held_articles)
     assert Holdout(0.25, "article").spec == f"0.25 of field article (salt {HOLDOUT_SALT})"
     assert Holdout.from_json(Holdout(0.3, "x").to_json()) == Holdout(0.3, "x")
+
+
+def test_fold_rule_deals_every_document_to_exactly_one_fold() -> None:
+    docs = {f"d{i}": None for i in range(10)}
+    got = Folds(3).assign(docs, "mine")
+    assert set(got) == set(docs) and sorted(Counter(got.values()).values()) == [3, 3, 4]
+    assert got == folds(docs, "document", 3)  # the demo folds' mechanism, namespace `document`
+    assert Folds.from_json(Folds(3).to_json()) == Folds(3)
+
+
+def test_folds_by_field_keep_a_value_in_one_fold() -> None:
+    field_of = {f"{a}-{p}": a for a in "abcde" for p in range(3)}
+    got = Folds(2, "article").assign(field_of, "mine")
+    for a in "abcde":
+        assert len({got[f"{a}-{p}"] for p in range(3)}) == 1
+    assert set(got.values()) == {1, 2}
+    assert "field article" in Folds(2, "article").spec
+
+
+@pytest.mark.parametrize(("k", "field"), [(1, None), (11, None), (0, None), (6, "article")])
+def test_a_fold_count_that_cannot_divide_is_refused_in_one_line_naming_the_corpus(
+    k: int, field: str | None
+) -> None:
+    field_of = {f"{a}-{p}": a for a in "abcde" for p in range(2)}
+    with pytest.raises(ConfigError, match=rf"^mine: --folds {k} is out of range") as err:
+        Folds(k, field).assign(field_of, "mine")
+    assert "\n" not in str(err.value)

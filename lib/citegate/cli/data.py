@@ -1,5 +1,6 @@
 """`citegate data build|check|card|import-beir|import-questions|split`: rebuild, validate and
-document the labeled question sets, and bring in a user's own test collection."""
+document the labeled question sets, and bring in a user's own test collection (and cut it into a
+leave-out split or leave-out folds)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,15 @@ from citegate.core import paths
 from citegate.core.errors import ConfigError
 from citegate.core.inputs import MAX_SOURCE_MB
 from citegate.corpus.datacheck import CARD, check_all, check_card, counts_markdown, rebuild
-from citegate.corpus.holdout import DEFAULT_SHARE, Holdout
+from citegate.corpus.holdout import DEFAULT_FOLDS, DEFAULT_SHARE, Folds, Holdout
 from citegate.corpus.questions import SETS, load_set
 from citegate.models.embed import default_embedder
 from citegate.store.db import connect
 from citegate.store.imports import (
+    FoldsReport,
     ImportReport,
     SplitReport,
+    fold_import,
     import_beir,
     import_questions,
     split_import,
@@ -113,13 +116,25 @@ def add_max_source(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_split(args: argparse.Namespace) -> int:
-    """Build NAME-split for an imported corpus."""
+    """Build NAME-split (or, with --folds, NAME-fold1..K) for an imported corpus."""
     clock = time.perf_counter()
-    rule = holdout_of(args) or Holdout()
-    emb = default_embedder()
-    with connect() as conn:
-        rep = split_import(conn, args.name, emb, rule, replace=args.replace)
-    print(format_split(rep))
+    if args.folds is not None:
+        if args.holdout is not None:
+            raise ConfigError(
+                "--folds holds out every fold once; --holdout SHARE is for NAME-split (use one)"
+            )
+        emb = default_embedder()
+        with connect() as conn:
+            folds = fold_import(
+                conn, args.name, emb, Folds(args.folds, args.holdout_by), replace=args.replace
+            )
+        print(format_folds(folds))
+    else:
+        rule = holdout_of(args) or Holdout()
+        emb = default_embedder()
+        with connect() as conn:
+            rep = split_import(conn, args.name, emb, rule, replace=args.replace)
+        print(format_split(rep))
     print(f"done in {time.perf_counter() - clock:.1f} s")
     return 0
 
@@ -136,6 +151,8 @@ def format_import(rep: ImportReport, seconds: float) -> str:
     ]
     if rep.split is not None:
         lines.append(format_split(rep.split))
+    if rep.folds is not None:
+        lines.append(format_folds(rep.folds))
     lines += [f"  set {n}  sha256 {d[:16]}…" for n, d in rep.sets.items()]
     lines += [
         f"  out-of-scope negatives: {rep.out_of_scope}",
@@ -153,6 +170,20 @@ def format_split(rep: SplitReport) -> str:
         f"{rep.answerable} answerable, {rep.out_of_corpus} out_of_corpus questions; "
         f"{rep.ingest.written} fragments written, {rep.ingest.skipped} unchanged"
     )
+
+
+def format_folds(rep: FoldsReport) -> str:
+    """What building the leave-out folds did: one line per fold build."""
+    lines = [f"  {rep.name}: {len(rep.builds)} leave-out fold builds ({rep.rule})"]
+    lines += [
+        f"  {b.name}: held out {b.held_documents} of {rep.documents} documents; "
+        f"{b.answerable} answerable, {b.out_of_corpus} out_of_corpus questions; "
+        f"{b.ingest.written} fragments written, {b.ingest.skipped} unchanged"
+        for b in rep.builds
+    ]
+    if rep.removed:
+        lines.append(f"  removed the fold builds of the replaced rule: {', '.join(rep.removed)}")
+    return "\n".join(lines)
 
 
 def _holdout_args(p: argparse.ArgumentParser) -> None:
@@ -226,8 +257,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.set_defaults(func=cmd_import_questions)
     s = actions.add_parser(
         "split",
-        help="build NAME-split: hold out a salted share of an imported corpus's documents",
+        help="build NAME-split: hold out a salted share of an imported corpus's documents "
+        "(or, with --folds K, the leave-out fold builds NAME-fold1..K)",
     )
     s.add_argument("name", help="an imported corpus")
     _holdout_args(s)
+    s.add_argument(
+        "--folds",
+        type=int,
+        nargs="?",
+        const=DEFAULT_FOLDS,
+        metavar="K",
+        help=f"instead of NAME-split, deal the documents (or --holdout-by's values) into K "
+        f"salted folds (default {DEFAULT_FOLDS}: each holds out 1/{DEFAULT_FOLDS}) and build "
+        "NAME-fold1..K, each holding out one fold; another K than the recorded one needs "
+        "--replace",
+    )
     s.set_defaults(func=cmd_split)

@@ -42,10 +42,10 @@ from citegate.core.inputs import (
     text_problem,
 )
 from citegate.core.inputs import check_name as check_printable_name
-from citegate.corpus.builds import BUILDS, DOC_LOC_PREFIX, SPLIT_SUFFIX
+from citegate.corpus.builds import BUILDS, DOC_LOC_PREFIX, SPLIT_SUFFIX, parse_fold
 from citegate.corpus.chunking import pack_text
 from citegate.corpus.datacheck import counts_markdown
-from citegate.corpus.holdout import Holdout
+from citegate.corpus.holdout import Folds, Holdout
 from citegate.corpus.questions import (
     ANY_CORPUS,
     SETS,
@@ -160,14 +160,14 @@ class Problems:
 
 def check_name(name: str) -> None:
     """A corpus name an import may take: letters, digits, `_ . -`; not a built-in build or set,
-    not ending in `-split` or `-out-of-scope` (the import makes those); at most
+    not ending in `-split`, `-foldN` or `-out-of-scope` (the import makes those); at most
     `MAX_NAME_CHARS` characters (it names files and folders)."""
     check_printable_name("--name", name)
     if not _NAME.fullmatch(name):
         raise InputError("--name", name, "use letters, digits, '_', '.' and '-' (no spaces)")
     if name in BUILDS or name in SETS or name.split("-")[0] in {"gita", "xquad"}:
         raise InputError("--name", name, "taken by a built-in corpus or question set")
-    if name.endswith((SPLIT_SUFFIX, OUT_OF_SCOPE_SUFFIX)):
+    if name.endswith((SPLIT_SUFFIX, OUT_OF_SCOPE_SUFFIX)) or parse_fold(name):
         raise InputError("--name", name, f"the import makes {name!r} itself; choose another name")
 
 
@@ -517,9 +517,9 @@ def read_out_of_scope(path: Path, language: str) -> list[tuple[str, str, str]]:
     return out
 
 
-def check_holdout_field(collection: Collection, holdout: Holdout) -> dict[str, str | None]:
-    """document id -> its value of the holdout field (every document must have it as a string or
-    number); None values when the holdout is a share of documents."""
+def check_holdout_field(collection: Collection, holdout: Holdout | Folds) -> dict[str, str | None]:
+    """document id -> its value of the holdout (or fold) rule's field (every document must have
+    it as a string or number); None values when the rule is over documents."""
     if holdout.field is None:
         return {d: None for d in collection.documents}
     pr = Problems()
@@ -601,11 +601,12 @@ def question_set(collection: Collection, name: str, lang: str, origin: str) -> Q
     return QuestionSet(name, name, tuple(qs))
 
 
-def split_set(full: QuestionSet, held: frozenset[str]) -> QuestionSet:
-    """The full set relabeled for the split build: a question whose relevant documents are all
-    held out is `out_of_corpus` (gold kept: it must resolve in the full build only); the others
-    stay `answerable` with the held-out documents dropped from their gold."""
-    name = full.name + SPLIT_SUFFIX
+def split_set(full: QuestionSet, held: frozenset[str], name: str | None = None) -> QuestionSet:
+    """The full set relabeled for a leave-out build (`NAME-split` by default, or fold build
+    `name`): a question whose relevant documents are all held out is `out_of_corpus` (gold
+    kept: it must resolve in the full build only); the others stay `answerable` with the
+    held-out documents dropped from their gold."""
+    name = name or full.name + SPLIT_SUFFIX
     out = []
     for q in full.questions:
         kept = tuple(g for g in q.gold if g not in held)
@@ -685,6 +686,19 @@ def card_stub(record: Mapping[str, Any], sets: Iterable[QuestionSet]) -> str:
             f"Held out in `{record['name']}{SPLIT_SUFFIX}`: {split['held_out_documents']} of "
             f"{record['documents']} documents ({Holdout.from_json(split['holdout']).spec}); a "
             "question whose relevant documents are all held out is `out_of_corpus`."
+        )
+    if record.get("folds"):
+        rule = Folds.from_json(record["folds"])
+        held = [
+            str(v["held_out_documents"])
+            for b, v in record["builds"].items()
+            if parse_fold(b) and parse_fold(b)[0] == record["name"]  # type: ignore[index]
+        ]
+        lines.append(
+            f"Leave-out folds `{record['name']}-fold1..{rule.k}` ({rule.spec}): each holds out "
+            f"its fold's documents ({', '.join(held)} of {record['documents']}); a question "
+            "whose relevant documents are all in one fold is `out_of_corpus` in that fold's "
+            "build only."
         )
     lines += [
         f"Dropped on import: {record['skipped_queries']} queries without a relevant document, "

@@ -6,9 +6,11 @@ whose gold lies only in the held-out part are the honest hard negatives (`out_of
 coverage gate. The draw is `citegate.corpus.holdout`'s, the mechanism every split build uses. Each
 build has an id: its name plus a digest of the data files and the split.
 
-An imported corpus `NAME` (and its split `NAME-split`) lives in `$CITEGATE_VAR/imports/NAME/`:
-`build.json` (source folder, file digests, holdout rule, build ids), the question sets as JSONL
-with their MANIFEST.json, and a data card stub. `load_set` finds those sets after the shipped ones.
+An imported corpus `NAME` (its split `NAME-split` and its fold builds `NAME-fold1..K`) lives in
+`$CITEGATE_VAR/imports/NAME/`: `build.json` (source folder, file digests, holdout and fold rules,
+build ids), the question sets as JSONL with their MANIFEST.json, `folds.json` (each document's
+fold, when the import has folds) and a data card stub. `load_set` finds those sets after the
+shipped ones.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import glob
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -45,6 +47,7 @@ SPLIT_SUFFIX = "-split"
 # articles is xquad-split's share (1/4) exactly. Both give every fold enough question groups: gita's
 # 515 verse groups, ~86 per fold; xquad's 240 paragraphs, ~60 per fold.
 DEMO_FOLDS = {"gita": 6, "xquad": 4}
+FOLD_MAP_FILE = "folds.json"  # an import's document -> fold map (see `import_document_folds`)
 _FOLD_NAME = re.compile(r"(.+)-fold(\d+)")
 
 
@@ -86,9 +89,20 @@ def parse_fold(name: str) -> tuple[str, int] | None:
     return (m.group(1), int(m.group(2))) if m else None
 
 
+def fold_count(base: str) -> int:
+    """How many leave-out fold builds corpus `base` has: `DEMO_FOLDS` for a demo corpus, the k
+    recorded by `citegate data split NAME --folds K` for an imported one, else 0."""
+    if base in DEMO_FOLDS:
+        return DEMO_FOLDS[base]
+    record = import_record(base)
+    if record is None or record["name"] != base or not record.get("folds"):
+        return 0
+    return int(record["folds"]["k"])
+
+
 def fold_builds(base: str) -> list[str]:
-    """Every fold build of a demo corpus, fold 1 first ([] for a corpus without folds)."""
-    return [fold_build(base, i) for i in range(1, DEMO_FOLDS.get(base, 0) + 1)]
+    """Every fold build of a corpus, fold 1 first ([] for a corpus without folds)."""
+    return [fold_build(base, i) for i in range(1, fold_count(base) + 1)]
 
 
 def parent_build(name: str) -> str:
@@ -193,13 +207,14 @@ def imports_dir() -> Path:
 
 
 def import_folder(name: str) -> Path:
-    """The folder of imported corpus `name` (its split build shares it)."""
-    return imports_dir() / name.removesuffix(SPLIT_SUFFIX)
+    """The folder of imported corpus `name` (its split and fold builds share it)."""
+    return imports_dir() / parent_build(name)
 
 
 def import_record(name: str) -> dict[str, Any] | None:
-    """The `build.json` of the import that made build `name` (NAME or NAME-split), or None."""
-    for base in dict.fromkeys((name, name.removesuffix(SPLIT_SUFFIX))):
+    """The `build.json` of the import that made build `name` (NAME, NAME-split or NAME-foldK),
+    or None."""
+    for base in dict.fromkeys((name, parent_build(name))):
         path = imports_dir() / base / "build.json"
         if path.is_file():
             record = json.loads(path.read_text(encoding="utf-8"))
@@ -226,3 +241,25 @@ def imported_build_id(name: str, source_digest: str, holdout_spec: str = "") -> 
     holdout rule (empty for the full build)."""
     h = hashlib.sha256(f"{name}|{READER_VERSION}|{source_digest}|{holdout_spec}".encode())
     return f"{name}@{h.hexdigest()[:12]}"
+
+
+def import_document_folds(base: str) -> dict[str, int]:
+    """document id -> the fold build (1..k) of imported corpus `base` that holds it out, read
+    from its `folds.json` ({} when the import has no folds). Kept out of build.json, which every
+    `build_id` call reads, because it lists every document."""
+    path = imports_dir() / base / FOLD_MAP_FILE
+    if not path.is_file():
+        return {}
+    return _read_fold_map(str(path), path.stat().st_mtime_ns)
+
+
+@cache
+def _read_fold_map(path: str, mtime_ns: int) -> dict[str, int]:
+    """The `documents` map of a folds.json (cached per file version: `mtime_ns` is the key)."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {str(d): int(k) for d, k in data["documents"].items()}
+
+
+def fold_map_json(rule: Mapping[str, object], documents: Mapping[str, int]) -> str:
+    """The text of an import's folds.json: the fold rule and every document's fold."""
+    return json.dumps({**rule, "documents": dict(sorted(documents.items()))}, indent=1) + "\n"

@@ -8,6 +8,11 @@ documents (`--holdout 0.25`, namespace `document`) or of the values of one metad
 (`--holdout-by FIELD`, namespace `FIELD`). The corpus name is not part of the draw, so the same
 data imported under another name holds out the same documents. Questions whose relevant documents are all
 held out become the split's `out_of_corpus` negatives (see `citegate.corpus.beir`).
+
+Leave-out folds use the same salted order dealt round-robin (`folds`): the demo fold builds
+(`gita-fold1..6`, `xquad-fold1..4`) and an imported corpus's `NAME-fold1..K` (`Folds`, from
+`citegate data split NAME --folds K [--holdout-by FIELD]`), so every document (or field value) is
+held out by exactly one fold build.
 """
 
 from __future__ import annotations
@@ -103,3 +108,63 @@ def folds(values: Iterable[T], namespace: str, k: int, salt: str = HOLDOUT_SALT)
             f"{k} leave-out folds need 2 to {len(ranked)} (the number of {namespace} units) folds"
         )
     return {v: i % k + 1 for i, v in enumerate(ranked)}
+
+
+DEFAULT_FOLDS = 4  # an imported corpus's fold count: each fold holds out DEFAULT_SHARE (1/4)
+
+
+@dataclass(frozen=True)
+class Folds:
+    """A leave-out fold rule for an imported corpus: its documents (or the values of a metadata
+    field) dealt into `k` folds by `folds`; fold build i holds out fold i's documents."""
+
+    k: int = DEFAULT_FOLDS
+    field: str | None = None
+    salt: str = HOLDOUT_SALT
+
+    def __post_init__(self) -> None:
+        if self.field is not None and not self.field.strip():
+            raise ConfigError("--holdout-by needs a metadata field name")
+
+    @property
+    def spec(self) -> str:
+        """The rule as one stable string: part of each fold build's id and origin."""
+        unit = f"field {self.field}" if self.field else "documents"
+        return f"{self.k} folds of {unit} (salt {self.salt})"
+
+    def to_json(self) -> dict[str, object]:
+        """The rule as recorded in an import's build.json."""
+        return {"k": self.k, "field": self.field, "salt": self.salt}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> Folds:
+        """The rule recorded by `to_json`."""
+        field = data.get("field")
+        return cls(
+            int(data["k"]),  # type: ignore[call-overload]
+            None if field is None else str(field),
+            str(data.get("salt", HOLDOUT_SALT)),
+        )
+
+    def assign(self, field_of: Mapping[str, str | None], corpus: str) -> dict[str, int]:
+        """document id -> the fold (1..k) that holds it out. `field_of` maps every document id
+        to its value of `self.field` (ignored for folds of documents). A k below 2 or above the
+        number of units (documents, or distinct field values) raises one `ConfigError` line
+        naming `corpus`."""
+        if self.field is None:
+            units: list[str] = sorted(field_of)
+            namespace, what = "document", "documents"
+        else:
+            units = sorted({v for v in field_of.values() if v is not None})
+            namespace, what = self.field, f"values of metadata.{self.field}"
+        if len(units) < 2:
+            raise ConfigError(f"{corpus}: {len(units)} {what} cannot be cut into leave-out folds")
+        if not 2 <= self.k <= len(units):
+            raise ConfigError(
+                f"{corpus}: --folds {self.k} is out of range: a corpus with {len(units)} "
+                f"{what} takes 2 to {len(units)} leave-out folds"
+            )
+        by_unit = folds(units, namespace, self.k, self.salt)
+        if self.field is None:
+            return {d: by_unit[d] for d in field_of}
+        return {d: by_unit[v] for d, v in field_of.items() if v is not None}

@@ -44,6 +44,7 @@ from citegate.corpus.builds import (
     gita_chapter_folds,
     heldout_gita_chapters,
     heldout_xquad_articles,
+    import_document_folds,
     imported_set_path,
     parent_build,
     parse_fold,
@@ -351,12 +352,22 @@ def fold_audit_name(base: str) -> str:
 def question_fold(q: Question) -> int:
     """The leave-out fold that holds out the question's group (its verse's chapter, its
     article) — the fold in which it is out_of_corpus; an out-of-scope question's fold is drawn
-    by salted hash of its group, 1..k of the corpus it is asked of."""
+    by salted hash of its group, 1..k of the corpus it is asked of (`scope_fold`).
+
+    An imported question's group is its first relevant document (`NAME:<doc id>`, ids sorted),
+    so its fold is the fold that holds that document out (`builds.import_document_folds`). A
+    question whose relevant documents all lie in one fold is out_of_corpus there and nowhere
+    else; one whose documents span folds is out_of_corpus in no fold build (some of its gold is
+    always indexed) and belongs, deterministically, to its first document's fold."""
     base = parent_build(q.corpus)
     if base == "gita":
         return gita_chapter_folds()[_chapter(q.group)]
     if base == "xquad":
         return xquad_article_folds()[q.group.split(":", 1)[1]]
+    doc_folds = import_document_folds(base)
+    prefix, _, doc = q.group.partition(":")
+    if doc_folds and prefix == base and doc in doc_folds:
+        return doc_folds[doc]
     raise ConfigError(f"question {q.id}: corpus {q.corpus!r} has no leave-out folds")
 
 

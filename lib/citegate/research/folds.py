@@ -5,6 +5,11 @@ questions, the answerable questions of the previous fold and the out-of-scope qu
 salted fold is 3, so each question has at most one out_of_corpus and one answerable row, both in
 its own fold, and a rotation that tests fold 3 never fits on a row of it
 (`studies.signals.crossfit`). The audit sheet of the fold audit reads the same sample.
+
+An imported corpus with folds (`citegate data split NAME --folds K`) works the same way: its
+fold count is the import's (`builds.fold_count`), its questions' fold is the fold that holds out
+their first relevant document (`questions.question_fold`), and its fold builds are asked the
+import's own out-of-scope set (the shipped one unless the import brought its own).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 from citegate.core.config import PipelineConfig
 from citegate.core.errors import ConfigError
-from citegate.corpus.builds import DEMO_FOLDS, fold_build
+from citegate.corpus.builds import DEMO_FOLDS, fold_build, fold_count, import_record
 from citegate.corpus.questions import Question, question_fold, scope_fold
 from citegate.research.study import Study, load_study
 
@@ -25,7 +30,9 @@ def fold_selector(base: str, fold: int) -> Callable[[str, Question], bool]:
     its own held-out questions (out_of_corpus), the answerable questions of the previous fold,
     and the out-of-scope questions whose salted fold is this one. So every question has at most
     one out_of_corpus and one answerable row, both in the fold of its group."""
-    k = DEMO_FOLDS[base]
+    k = fold_count(base)
+    if k < 2:
+        raise ConfigError(f"{base!r} has no leave-out folds")
     previous = (fold - 2) % k + 1
 
     def keep(set_name: str, q: Question) -> bool:
@@ -40,16 +47,19 @@ def load_fold_studies(
     bases: Sequence[str], cfg: PipelineConfig, *, limit: int, reranker: str
 ) -> dict[str, Study]:
     """One `Study` per fold build of each base corpus (`gita-fold1` ...), each asked its fold
-    set and the out-of-scope set under `fold_selector`, `limit` questions per label and set."""
+    set and the out-of-scope set (an import's own, if it brought one) under `fold_selector`,
+    `limit` questions per label and set."""
     out: dict[str, Study] = {}
     for base in bases:
-        if base not in DEMO_FOLDS:
+        k = fold_count(base)
+        if k == 0:
             raise ConfigError(
-                f"{base!r} has no leave-out folds (corpora with folds: {', '.join(DEMO_FOLDS)})"
+                f"{base!r} has no leave-out folds (the demo corpora {', '.join(DEMO_FOLDS)}, or "
+                f"an imported corpus after `citegate data split {base} --folds K`)"
             )
-        for fold in range(1, DEMO_FOLDS[base] + 1):
+        for fold in range(1, k + 1):
             name = fold_build(base, fold)
-            sets = {name: name, "out-of-scope": name}
+            sets = {name: name, out_of_scope_set(base): name}
             out[name] = load_study(
                 sets,
                 cfg,
@@ -61,10 +71,20 @@ def load_fold_studies(
     return out
 
 
+def out_of_scope_set(base: str) -> str:
+    """The out-of-scope set a corpus's fold builds are asked: an import's own
+    (`NAME-out-of-scope`) when it brought one, else the shipped `out-of-scope`."""
+    record = import_record(base)
+    if record is None or record["name"] != base:
+        return "out-of-scope"
+    return str(record.get("out_of_scope", "out-of-scope"))
+
+
 def question_unit(q: Question) -> str:
     """The certificate's independent unit: an XQuAD question's paragraph without its language
     (the Russian question is a translation of the English one), else its group (a gita verse,
-    an out-of-scope question)."""
+    an imported question's first relevant document `NAME:<doc id>`, an out-of-scope
+    question)."""
     if q.group.startswith("xquad:") and q.gold:
         _, _, rest = q.gold[0].split(":", 2)
         return f"xquad:{rest}"

@@ -172,6 +172,23 @@ def counts(conn: psycopg.Connection) -> list[tuple[str, str, str, int]]:
 
 def vacuum(conn: psycopg.Connection) -> None:
     """VACUUM ANALYZE after writes: flushes the GIN pending lists (the trigram address lane ran
-    ~28x slower as a sequential scan until autovacuum got to it) and refreshes planner statistics."""
-    if conn.autocommit:
+    ~28x slower as a sequential scan until autovacuum got to it) and refreshes planner statistics.
+    Skipped inside an open transaction (VACUUM cannot run in one): whoever opened it, e.g. the
+    one transaction of all fold builds of an import, vacuums after committing."""
+    idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    if conn.autocommit and idle:
         conn.execute("VACUUM (ANALYZE) fragments")
+
+
+def drop_corpus(conn: psycopg.Connection, embedder_id: str, corpus: str) -> int:
+    """Remove every fragment of (embedder, corpus) and its recorded origin, in one transaction
+    (a savepoint inside the caller's); returns the fragments deleted. Used when a replaced fold
+    rule makes fewer fold builds than before."""
+    with conn.transaction():
+        n = conn.execute(
+            "DELETE FROM fragments WHERE embedder_id = %s AND corpus = %s", (embedder_id, corpus)
+        ).rowcount
+        conn.execute(
+            "DELETE FROM corpora WHERE embedder_id = %s AND corpus = %s", (embedder_id, corpus)
+        )
+    return max(n, 0)

@@ -36,7 +36,7 @@ from citegate.core import paths
 from citegate.core.config import PipelineConfig, resolve
 from citegate.core.errors import ConfigError
 from citegate.core.redact import safe_mapping, scrub, scrub_tree
-from citegate.corpus.builds import SPLIT_SUFFIX, build_id, import_record
+from citegate.corpus.builds import SPLIT_SUFFIX, build_id, fold_count, import_record
 from citegate.corpus.questions import load_set
 from citegate.models.embed import default_embedder
 from citegate.tracking.recorder import CONFIG_FILE, DATASETS_FILE, INFO_FILE, METRICS_FILE
@@ -518,7 +518,10 @@ def corpus_overrides(spec: ExperimentSpec, corpus: str) -> dict[str, Any]:
     build}}`) becomes the imported split set searched against its split build (the full set and
     build when no split was made) plus the import's out-of-scope set; `RERANKER` becomes `none`,
     since the shipped learning-to-rank model was trained on the gita tune split, not on this
-    corpus (`--set RERANKER=...` overrides that)."""
+    corpus (`--set RERANKER=...` overrides that). A notebook that cross-fits over leave-out
+    folds (`FOLD_CORPORA`) cross-fits the imported corpus when it has fold builds (`citegate data
+    split NAME --folds K`) and nothing otherwise; its `FOLD_GOALS` (answer rates wanted on the
+    demo corpora) become {}: no goal was set for this corpus, and the demo ones are not run."""
     record = import_record(corpus)
     if record is None or record["name"] != corpus:
         raise ConfigError(
@@ -539,6 +542,10 @@ def corpus_overrides(spec: ExperimentSpec, corpus: str) -> dict[str, Any]:
     out.update({p: searched for p in CORPUS_CHOICE_PARAMS if p in declared})
     if "RERANKER" in declared:
         out["RERANKER"] = "none"
+    if "FOLD_CORPORA" in declared:
+        out["FOLD_CORPORA"] = [corpus] if fold_count(corpus) else []
+    if "FOLD_GOALS" in declared:
+        out["FOLD_GOALS"] = {}
     return out
 
 

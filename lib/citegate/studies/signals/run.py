@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from citegate.core.config import PipelineConfig
-from citegate.corpus.builds import DEMO_FOLDS, parse_fold
+from citegate.corpus.builds import fold_count, parse_fold
 from citegate.corpus.questions import question_fold, scope_fold
 from citegate.pipeline.signals import IndexFacts, index_facts, note_texts
 from citegate.research.folds import question_unit
@@ -64,7 +64,7 @@ def fold_columns(studies: Mapping[str, Study]) -> pd.DataFrame:
     rows = []
     for corpus, study in studies.items():
         base, fold = parse_fold(corpus) or (corpus, 0)
-        k = DEMO_FOLDS[base]
+        k = fold_count(base)
         for name, s in study.sets.items():
             for q in s.questions:
                 cv = scope_fold(q, k) if q.label == "out_of_scope" else question_fold(q)
