@@ -87,9 +87,7 @@ def dense(
         "SELECT id, 1 - ({v} <=> %(q)s::vector({d})) FROM fragments "
         "WHERE embedder_id = {eid} AND corpus = ANY(%(corpora)s) AND kind = ANY(%(kinds)s) "
         "ORDER BY {v} <=> %(q)s::vector({d}){tie} LIMIT %(k)s"
-    ).format(
-        v=_vec(dim), d=sql.Literal(dim), eid=sql.Literal(embedder_id), tie=_tie_break(exact)
-    )
+    ).format(v=_vec(dim), d=sql.Literal(dim), eid=sql.Literal(embedder_id), tie=_tie_break(exact))
     params = {
         "q": qvec.astype(np.float32),
         "corpora": list(corpora),
@@ -310,9 +308,7 @@ def batch_hits(
                 f"k{i}": int(k),
             }
         )
-    query = _batch_sql(
-        len(texts), int(qvecs.shape[1]), embedder_id, groups, ks, text_lanes, exact
-    )
+    query = _batch_sql(len(texts), int(qvecs.shape[1]), embedder_id, groups, ks, text_lanes, exact)
     with conn.transaction():
         if exact:
             conn.execute("SET LOCAL enable_indexscan = off")
