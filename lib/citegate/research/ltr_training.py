@@ -110,7 +110,8 @@ def set_pools(
     """(question set, questions, gold ids, pools with text) for one set and split: the set's
     answerable questions of `split`, cosine traces collected (or read from the trace cache) with
     `PipelineConfig(embedder=..., corpora=(the set's corpus,), exact_dense=True)`
-    (`TRAINING_DENSE`), exact check on as in `traces_for`. Stale cached traces (see `pools_with_text`) are collected afresh (and not
+    (`TRAINING_DENSE`; `rerank-eval` reads its pools here too), exact check on as in
+    `traces_for`. Stale cached traces (see `pools_with_text`) are collected afresh (and not
     written back) with a warning."""
     qset = load_set(set_name)
     questions = pick_questions(qset.where(split=split, label="answerable"), limit)
