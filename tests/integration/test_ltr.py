@@ -389,3 +389,28 @@ def test_two_fresh_databases_give_a_byte_identical_model(
             with psycopg.connect(pg_url, autocommit=True) as admin:
                 admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
     assert files[0] == files[1]
+
+
+def test_a_model_trained_on_hnsw_pools_is_retrained_by_if_stale(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue #20: the training pools are collected with exact dense lanes (so the model file is
+    the same on every fresh build of the data); a model whose meta lacks `dense: exact` (trained
+    on HNSW pools, before) is not current, so `ltr train --if-stale` retrains it."""
+    import sklearn
+
+    from citegate.corpus.questions import load_set
+    from citegate.models.embed import default_embedder_id
+
+    meta = {
+        "sets": [{"name": n, "digest": load_set(n).digest} for n in ltr_training.DEFAULT_SETS],
+        "limit_per_set": 300,
+        "feature_names": list(FEATURE_NAMES),
+        "sklearn": sklearn.__version__,
+        "embedder": default_embedder_id(),
+    }
+    monkeypatch.setattr(ltr_training, "load_ltr", lambda name: argparse.Namespace(meta=meta))
+    monkeypatch.setattr(ltr_training, "load_run", lambda name: {"trained_at": "then"})
+    assert ltr_training.current_reason("default", ltr_training.DEFAULT_SETS, 300) == ""
+    meta["dense"] = ltr_training.TRAINING_DENSE
+    assert "same inputs" in ltr_training.current_reason("default", ltr_training.DEFAULT_SETS, 300)

@@ -93,3 +93,14 @@ def test_the_score_that_loses_less_is_named() -> None:
     assert "*is* the cosine" not in text
     text = cal.conclusion(_table(0.05, 0.2), "ltr/default")
     assert "**cosine** loses less" in text
+
+
+def test_the_conclusion_says_what_the_dense_search_means_for_reproducing_it() -> None:
+    """Issue #20: exact lanes give the same numbers on a fresh database; HNSW lanes move them by
+    the measured build spread, and the report says so either way (and nothing when not told)."""
+    table = _table(0.136, 0.054)
+    exact = cal.conclusion(table, "ltr/default", exact_dense=True)
+    assert "searched exactly" in exact and "gives the same numbers" in exact
+    hnsw = cal.conclusion(table, "ltr/default", exact_dense=False)
+    assert "HNSW index (production)" in hnsw and "4.4e-04" in hnsw and "exact_dense: true" in hnsw
+    assert "Dense lanes" not in cal.conclusion(table, "ltr/default")

@@ -34,6 +34,7 @@ COLLECTION_KEYS = (
     "corpora",
     "lane_k",
     "address_trgm",
+    "exact_dense",
     "rerank_sweep_floor",
     "max_fanout_rounds",
     "embedder",
@@ -59,6 +60,13 @@ class PipelineConfig:
     corpora: tuple[str, ...] = ("gita",)
     lane_k: int = 40  # depth of every lane, per sub-question and kind group
     address_trgm: float = 0.6  # pg_trgm strict word similarity for the address lane
+    # Dense lanes by exact scan (every row's cosine, ties by fragment id) instead of the HNSW
+    # index. pgvector draws each HNSW element's level from PostgreSQL's per-process random
+    # state, so two builds of the same rows are two different graphs and the approximate top-k
+    # differs at the margin (issue #20: notebook 02 moved by up to 4.2e-5 between fresh
+    # databases, 4.4e-4 with each training its own LTR model). Exact, the candidates depend on
+    # the rows alone; off: production's HNSW.
+    exact_dense: bool = False
     pre_floor: float = 0.18  # noise floor on cosine (lexical/address hits are forced past it)
     cap: int = 60  # keep the top N by cosine before rerank
     rerank_top_k: int = 16  # keep the top K by rerank *rank*

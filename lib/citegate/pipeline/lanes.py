@@ -58,6 +58,18 @@ def _vec(dim: int) -> sql.Composable:
     return sql.SQL("embedding::vector({})").format(sql.Literal(dim))
 
 
+# An exact dense scan ranks equal cosines by fragment id. Duplicate texts have identical
+# embeddings (32 pairs in the gita build), so a tie can straddle a lane's LIMIT; without a unique
+# tie-breaker which duplicate gets in follows the scan's physical row order (heap layout, parallel
+# workers). The HNSW path cannot take one: pgvector's index scan orders by distance alone, and a
+# second sort key makes the planner drop the index.
+EXACT_TIE_BREAK = ", id"
+
+
+def _tie_break(exact: bool) -> sql.Composable:
+    return sql.SQL(EXACT_TIE_BREAK if exact else "")
+
+
 def dense(
     conn: psycopg.Connection,
     qvec: np.ndarray,
@@ -68,13 +80,14 @@ def dense(
     *,
     exact: bool = False,
 ) -> list[LaneHit]:
-    """Top-k fragments of one kind group by cosine (HNSW; `exact=True` forces a full scan)."""
+    """Top-k fragments of one kind group by cosine (HNSW; `exact=True` forces a full scan,
+    whose equal cosines are ranked by fragment id: `EXACT_TIE_BREAK`)."""
     dim = int(qvec.shape[0])
     query = sql.SQL(
         "SELECT id, 1 - ({v} <=> %(q)s::vector({d})) FROM fragments "
         "WHERE embedder_id = {eid} AND corpus = ANY(%(corpora)s) AND kind = ANY(%(kinds)s) "
-        "ORDER BY {v} <=> %(q)s::vector({d}) LIMIT %(k)s"
-    ).format(v=_vec(dim), d=sql.Literal(dim), eid=sql.Literal(embedder_id))
+        "ORDER BY {v} <=> %(q)s::vector({d}){tie} LIMIT %(k)s"
+    ).format(v=_vec(dim), d=sql.Literal(dim), eid=sql.Literal(embedder_id), tie=_tie_break(exact))
     params = {
         "q": qvec.astype(np.float32),
         "corpora": list(corpora),
@@ -187,7 +200,7 @@ SELECT {lane}::text AS lane, q.i, h.ids, h.scores FROM q CROSS JOIN LATERAL (
   SELECT array_agg(s.id) AS ids, array_agg(s.c::text) AS scores FROM (
     SELECT id, 1 - ({v} <=> q.v) AS c FROM fragments
     WHERE embedder_id = {eid} AND corpus = ANY(%(corpora)s) AND kind = ANY({kinds})
-    ORDER BY {v} <=> q.v LIMIT {k}) s) h
+    ORDER BY {v} <=> q.v{tie} LIMIT {k}) s) h
 WHERE q.k = {k}"""
 _TEXT_CTES = """,
 lx AS (SELECT i, k, websearch_to_tsquery('russian', lex) AS ru,
@@ -224,10 +237,17 @@ SELECT 'address'::text, q.i, tgh.ids, tgh.scores FROM tgh JOIN q ON q.t = tgh.t"
 
 
 def _batch_sql(
-    n: int, dim: int, embedder_id: str, groups: Sequence[str], ks: Sequence[int], text_lanes: bool
+    n: int,
+    dim: int,
+    embedder_id: str,
+    groups: Sequence[str],
+    ks: Sequence[int],
+    text_lanes: bool,
+    exact: bool = False,
 ) -> sql.Composed:
     """The one statement: a VALUES list of the n queries, one LATERAL part per dense group and
-    depth, and (with `text_lanes`) the lexical and both address parts, UNION ALL."""
+    depth, and (with `text_lanes`) the lexical and both address parts, UNION ALL; `exact` ranks
+    equal dense cosines by fragment id (`EXACT_TIE_BREAK`)."""
     values = sql.SQL(", ").join(
         sql.SQL(
             "({i}, %(v{i})s::vector({d}), %(lex{i})s::text, %(labels{i})s::text[], "
@@ -242,6 +262,7 @@ def _batch_sql(
             eid=sql.Literal(embedder_id),
             kinds=sql.Placeholder(f"kinds_{g}"),
             k=sql.Literal(k),
+            tie=_tie_break(exact),
         )
         for g in groups
         for k in sorted(set(ks))
@@ -271,7 +292,7 @@ def batch_hits(
     """Per text, the hits `dense` (each group in `groups`), `lexical` and `address` give it at its
     depth `ks[i]`, in that order and ranked as the single-text calls rank them; in ONE statement
     for all texts. `text_lanes=False` runs the dense lanes only; `exact=True` forces exact dense
-    scans."""
+    scans (equal cosines ranked by fragment id)."""
     if not len(texts):
         return []
     params: dict[str, object] = {"corpora": list(corpora), "eid": embedder_id}
@@ -287,7 +308,7 @@ def batch_hits(
                 f"k{i}": int(k),
             }
         )
-    query = _batch_sql(len(texts), int(qvecs.shape[1]), embedder_id, groups, ks, text_lanes)
+    query = _batch_sql(len(texts), int(qvecs.shape[1]), embedder_id, groups, ks, text_lanes, exact)
     with conn.transaction():
         if exact:
             conn.execute("SET LOCAL enable_indexscan = off")

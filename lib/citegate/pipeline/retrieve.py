@@ -49,7 +49,9 @@ from citegate.pipeline.gate import question_language, verdict
 from citegate.pipeline.plan import OfflinePlanner, Planner, clean_question, keywords
 
 # Bump when lanes or collection change what a trace holds: cached traces are keyed on it.
-RETRIEVAL_VERSION = "4"  # 4: hnsw.iterative_scan relaxed_order (store.db.connect)
+# 4: hnsw.iterative_scan relaxed_order (store.db.connect); 5: `exact_dense`, and exact dense scans
+# (the ANN-miss check) rank equal cosines by fragment id (`lanes.EXACT_TIE_BREAK`).
+RETRIEVAL_VERSION = "5"
 
 
 def replay(trace: RetrievalTrace, cfg: PipelineConfig) -> RetrievalResult:
@@ -98,7 +100,7 @@ def _lane_hits(
     """Every lane for every text of every round ((texts, vectors, depth) each): per round, per
     text, its hits. Batched, all rounds are one statement (`lanes.batch_hits`); unbatched, each
     lane runs once per text (the path it replaced, kept so a test can show both give the same
-    trace)."""
+    trace). `cfg.exact_dense` makes the dense lanes exact scans instead of HNSW searches."""
     if not batched:
         return [
             [_text_hits(conn, t, v, cfg, embedder_id, k) for t, v in zip(ts, vs, strict=True)]
@@ -109,7 +111,9 @@ def _lane_hits(
         return [[] for _ in rounds]
     ks = [k for ts, _, k in rounds for _ in ts]
     vecs = np.vstack([vs for ts, vs, _ in rounds if len(ts)])
-    flat = lanes.batch_hits(conn, texts, vecs, ks, embedder_id, cfg.corpora, cfg.address_trgm)
+    flat = lanes.batch_hits(
+        conn, texts, vecs, ks, embedder_id, cfg.corpora, cfg.address_trgm, exact=cfg.exact_dense
+    )
     out, start = [], 0
     for ts, _, _ in rounds:
         out.append(flat[start : start + len(ts)])
@@ -143,7 +147,7 @@ def _text_hits(
     hits = [
         h
         for g in lanes.KIND_GROUPS
-        for h in lanes.dense(conn, vec, embedder_id, cfg.corpora, g, depth)
+        for h in lanes.dense(conn, vec, embedder_id, cfg.corpora, g, depth, exact=cfg.exact_dense)
     ]
     hits += lanes.lexical(conn, text, embedder_id, cfg.corpora, depth)
     return hits + lanes.address(conn, text, embedder_id, cfg.corpora, depth, cfg.address_trgm)

@@ -36,6 +36,11 @@ from citegate.pipeline.retrieve import collect, text_signature
 from citegate.research.traces import traces_for
 
 DEFAULT_SETS = ("gita", "xquad")
+# How the training pools' dense lanes search (`PipelineConfig.exact_dense`): exactly, so the pools,
+# and so the model file and its digest, depend on the stored rows alone. With HNSW pools two fresh
+# builds of the same data trained two different models (issue #20: coefficients up to 3.8e-3 apart,
+# 138,480 vs 138,482 pairs), which moved every rerank number downstream.
+TRAINING_DENSE = "exact"
 
 # (question id, question text, group, pool, gold fragment ids): one question's training input.
 Item = tuple[str, str, str, list[Any], list[int]]
@@ -104,13 +109,16 @@ def set_pools(
 ) -> tuple[Any, list[Any], dict[str, list[int]], dict[str, list[Any]]]:
     """(question set, questions, gold ids, pools with text) for one set and split: the set's
     answerable questions of `split`, cosine traces collected (or read from the trace cache) with
-    `PipelineConfig(embedder=..., corpora=(the set's corpus,))`, exact check on as in
+    `PipelineConfig(embedder=..., corpora=(the set's corpus,), exact_dense=True)`
+    (`TRAINING_DENSE`; `rerank-eval` reads its pools here too), exact check on as in
     `traces_for`. Stale cached traces (see `pools_with_text`) are collected afresh (and not
     written back) with a warning."""
     qset = load_set(set_name)
     questions = pick_questions(qset.where(split=split, label="answerable"), limit)
     gold = resolve_gold(conn, qset, embedder.id)
-    cfg = PipelineConfig(embedder=embedder.id, corpora=(qset.corpus,))
+    cfg = PipelineConfig(
+        embedder=embedder.id, corpora=(qset.corpus,), exact_dense=TRAINING_DENSE == "exact"
+    )
     traces = traces_for(
         conn, questions, cfg, embedder, CosineReranker(), store=store, progress=progress
     )
@@ -206,6 +214,7 @@ def train_ltr(
         "n_questions": pairs.n_questions,
         "cv": cv,
         "random_state": random_state,
+        "dense": TRAINING_DENSE,
     }
     run = {
         "seconds": {"collect": collect_s, "features": features_s, "fit": fit_s},
@@ -218,7 +227,8 @@ def train_ltr(
 
 def current_reason(name: str, set_names: Sequence[str], limit: int | None) -> str:
     """Non-empty when the saved model `name` was trained on exactly these inputs (sets and their
-    digests, limit, features, scikit-learn version, embedder): then retraining changes nothing."""
+    digests, limit, features, scikit-learn version, embedder, dense search of the pools): then
+    retraining changes nothing."""
     import sklearn
 
     try:
@@ -233,6 +243,7 @@ def current_reason(name: str, set_names: Sequence[str], limit: int | None) -> st
         and meta.get("feature_names") == list(FEATURE_NAMES)
         and meta.get("sklearn") == sklearn.__version__
         and meta.get("embedder") == default_embedder_id()
+        and meta.get("dense", "hnsw") == TRAINING_DENSE
     )
     trained_at = load_run(name).get("trained_at", "earlier")
     return f"trained {trained_at} on the same inputs" if same else ""

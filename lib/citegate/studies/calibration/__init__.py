@@ -17,13 +17,14 @@ from citegate.studies.calibration.compute import (
     score_table,
 )
 from citegate.studies.calibration.plots import plot_reliability, plot_threshold_spread
-from citegate.studies.calibration.report import conclusion
+from citegate.studies.calibration.report import conclusion, dense_search_line
 
 __all__ = [
     "SCORES",
     "TIE",
     "best_thresholds",
     "conclusion",
+    "dense_search_line",
     "headline",
     "pairs",
     "plot_reliability",
