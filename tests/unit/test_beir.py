@@ -12,13 +12,15 @@ from citegate.corpus.beir import (
     ImportProblems,
     check_holdout_field,
     check_name,
-    collection_fragments,
-    question_set,
     read_collection,
     read_out_of_scope,
-    split_set,
 )
 from citegate.corpus.holdout import Holdout
+from citegate.corpus.import_sets import (
+    collection_fragments,
+    question_set,
+    split_set,
+)
 
 DOCS = [
     {

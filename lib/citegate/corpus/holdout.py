@@ -7,7 +7,7 @@ XQuAD articles (`held_out(titles, "xquad", 12)`); an imported corpus holds out a
 documents (`--holdout 0.25`, namespace `document`) or of the values of one metadata field
 (`--holdout-by FIELD`, namespace `FIELD`). The corpus name is not part of the draw, so the same
 data imported under another name holds out the same documents. Questions whose relevant documents are all
-held out become the split's `out_of_corpus` negatives (see `citegate.corpus.beir`).
+held out become the split's `out_of_corpus` negatives (see `citegate.corpus.import_sets.split_set`).
 
 Leave-out folds use the same salted order dealt round-robin (`folds`): the demo fold builds
 (`gita-fold1..6`, `xquad-fold1..4`) and an imported corpus's `NAME-fold1..K` (`Folds`, from

@@ -37,15 +37,10 @@ from citegate.corpus.beir import (
     Problems,
     check_holdout_field,
     check_name,
-    collection_fragments,
     file_sha256,
-    out_of_scope_set,
-    question_set,
     read_collection,
     read_documents,
     read_out_of_scope,
-    split_set,
-    write_import,
 )
 from citegate.corpus.builds import (
     FOLD_MAP_FILE,
@@ -58,6 +53,13 @@ from citegate.corpus.builds import (
     parse_fold,
 )
 from citegate.corpus.holdout import Folds, Holdout
+from citegate.corpus.import_sets import (
+    collection_fragments,
+    out_of_scope_set,
+    question_set,
+    split_set,
+    write_import,
+)
 from citegate.corpus.questions import QuestionSet, load_set, resolve_gold
 from citegate.models.embed import Embedder
 from citegate.store import tables as store
