@@ -22,6 +22,7 @@ from citegate.core.types import Candidate, RetrievalResult
 from citegate.corpus.questions import Question, QuestionSet
 from citegate.models.llm import LOCAL_MODEL_ID, ChatClient, LocalLlamaServer
 from citegate.pipeline import fallback as F
+from citegate.research import models as chat_models
 from citegate.studies import fallback as fs
 
 EN, RU = F.DISCLAIMERS["en"], F.DISCLAIMERS["ru"]
@@ -141,8 +142,8 @@ def test_models_not_available_are_skipped_with_a_reason(
     for name in ("OPENROUTER_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CITEGATE_CACHE", str(tmp_path))
-    monkeypatch.setattr(fs.run, "QWEN_PACKAGES", ("citegate_no_such_part1",))
-    ok, skipped = fs.resolve_models(["smollm2-135m", "qwen2.5-0.5b", "remote:x", "gpt-9"])
+    monkeypatch.setattr(chat_models, "QWEN_PACKAGES", ("citegate_no_such_part1",))
+    ok, skipped = chat_models.resolve_models(["smollm2-135m", "qwen2.5-0.5b", "remote:x", "gpt-9"])
     assert list(ok) == ["smollm2-135m"] and ok["smollm2-135m"].is_file()
     assert "not installed" in skipped["qwen2.5-0.5b"] and "no OPENROUTER" in skipped["remote:x"]
     assert "unknown model" in skipped["gpt-9"]

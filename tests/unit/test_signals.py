@@ -90,6 +90,29 @@ def test_one_note_has_no_margin_and_no_notes_score_zero() -> None:
     assert none["lexical_rank"] == 0.0 and none["lexical_coverage"] == 0.0
 
 
+def test_study_signals_keep_notebook_03s_definitions() -> None:
+    pool = [slim(score=0.9, kind="lecture"), slim(score=0.7, kind="verse"), slim(score=0.5)]
+    res = result("What is yoga?", pool)
+    study = sg.study_signals(res, CFG)
+    assert list(study) == list(sg.STUDY_SIGNALS)
+    assert sg.cosine_signals(res.notes) == {
+        k: sg.signals(res, CFG, facts(), {})[k]
+        for k in ("max_cosine", "topk_mean_cosine", "margin_top1_top2")
+    }
+    assert study["max_rerank"] == pytest.approx(0.9)  # unreranked notes count by their cosine
+    assert study["max_verse_cosine"] == pytest.approx(0.7)
+    assert study["margin_top1_top2_zero_filled"] == pytest.approx(0.2)
+    assert study["rrf_rerank_max"] == 0.0  # no reranker: no rerank scores
+
+
+def test_the_zero_filled_margin_counts_a_missing_note_as_zero() -> None:
+    one = sg.study_signals(result("What is yoga?", [make_candidate(score=0.6)]), CFG)
+    assert one["margin_top1_top2_zero_filled"] == pytest.approx(0.6)
+    none = sg.study_signals(result("What is yoga?", []), CFG)
+    assert none["margin_top1_top2_zero_filled"] == 0.0 and none["max_verse_cosine"] == 0.0
+    assert none["max_rerank"] == 0.0 and none["rrf_fusion_max"] == 0.0
+
+
 # --------------------------------------------------------------------------- addresses
 
 

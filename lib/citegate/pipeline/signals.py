@@ -24,6 +24,17 @@ as the training mean):
 - `ltr_max_prob`: max rerank score of the final notes when the trace was reranked, else NaN;
 - `two_scale_score`: the two-scale arm's gate value (`arms.gate_signal` under arm=rrf_hybrid,
   gate=two_scale) replayed from the same trace.
+
+The gate study (notebook 03) compares the replay-only ones (`cosine_signals`) with five more,
+`STUDY_SIGNALS`, from the same result and trace (`study_signals`; no index facts, no texts):
+
+- `max_rerank`: max rerank score of the final notes, a note without one counted by its cosine;
+- `margin_top1_top2_zero_filled`: `margin_top1_top2` with a missing note counted as cosine 0
+  (the best cosine with one note, 0 without notes), where production's margin is NaN; the RRF
+  arm's context cap can leave fewer than 2 notes, so the two differ there;
+- `max_verse_cosine`: max cosine of the final verse notes, 0 without one;
+- `rrf_fusion_max`, `rrf_rerank_max`: the RRF arm's max fusion score and max rerank score (0
+  when unscored) of its own top notes, the two scales the two-scale gate switches between.
 """
 
 from __future__ import annotations
@@ -41,11 +52,18 @@ from citegate.core.text import script_language
 from citegate.core.types import Candidate, RetrievalResult
 from citegate.corpus.sources.address import named_verses, verse_label
 from citegate.models.gate_model import SIGNALS
-from citegate.pipeline.arms import gate_signal, rrf_replay
+from citegate.pipeline.arms import gate_signal, rrf_cut, rrf_replay
 from citegate.pipeline.lanes import lexical_query
 
 TOP_K_MEAN = 3  # notes averaged by topk_mean_cosine
 RARE_MAX_SHARE = 0.10  # a term in more than this share of the documents is not rare
+STUDY_SIGNALS = (
+    "max_rerank",
+    "margin_top1_top2_zero_filled",
+    "max_verse_cosine",
+    "rrf_fusion_max",
+    "rrf_rerank_max",
+)
 
 FACTS_SQL = """
 SELECT addr_label, text FROM fragments
@@ -163,6 +181,34 @@ def _cosines(notes: Sequence[Candidate]) -> list[float]:
     return sorted((float(c.score) for c in notes), reverse=True)
 
 
+def cosine_signals(notes: Sequence[Candidate]) -> dict[str, float]:
+    """`max_cosine`, `topk_mean_cosine` and `margin_top1_top2` of the final notes: the signals
+    that read the notes' cosines alone."""
+    cos = _cosines(notes)
+    return {
+        "max_cosine": cos[0] if cos else 0.0,
+        "topk_mean_cosine": sum(cos[:TOP_K_MEAN]) / len(cos[:TOP_K_MEAN]) if cos else 0.0,
+        "margin_top1_top2": cos[0] - cos[1] if len(cos) > 1 else math.nan,
+    }
+
+
+def study_signals(result: RetrievalResult, cfg: PipelineConfig) -> dict[str, float]:
+    """The gate study's extra signals (`STUDY_SIGNALS`, in order) of one replayed result; the
+    RRF ones replay the same trace under arm=rrf_hybrid."""
+    notes = result.notes
+    reranked = result.trace.reranker_id != "none"
+    rrf_notes, _, fused = rrf_cut(result.trace.candidates, cfg.replace(arm="rrf_hybrid"), reranked)
+    rerank = (c.rerank_score if c.rerank_score is not None else c.score for c in notes)
+    cos = _cosines(notes) or [0.0]
+    return {
+        "max_rerank": max(rerank, default=0.0),
+        "margin_top1_top2_zero_filled": cos[0] - (cos[1] if len(cos) > 1 else 0.0),
+        "max_verse_cosine": max((c.score for c in notes if c.kind == "verse"), default=0.0),
+        "rrf_fusion_max": max((fused[c.fragment_id] for c in rrf_notes), default=0.0),
+        "rrf_rerank_max": max((c.rerank_score or 0.0 for c in rrf_notes), default=0.0),
+    }
+
+
 def _address_signals(named: Sequence[str], facts: IndexFacts) -> dict[str, float]:
     found = [a in facts.addresses for a in named]
     return {
@@ -199,13 +245,10 @@ def signals(
     """One question's raw signals (`SIGNALS`, in order) from a replayed result; `texts` holds the
     final notes' texts by fragment id (`note_texts`; a note's own text is used when present)."""
     question = result.trace.question
-    cos = _cosines(result.notes)
     lex = [c.lex_rank for c in result.notes if c.lex_rank is not None]
     note_text = [texts.get(c.fragment_id) or c.text for c in result.notes]
     out = {
-        "max_cosine": cos[0] if cos else 0.0,
-        "topk_mean_cosine": sum(cos[:TOP_K_MEAN]) / len(cos[:TOP_K_MEAN]) if cos else 0.0,
-        "margin_top1_top2": cos[0] - cos[1] if len(cos) > 1 else math.nan,
+        **cosine_signals(result.notes),
         **_address_signals(named_labels(question), facts),
         "lexical_coverage": lexical_coverage(question, note_text, facts),
         "lexical_rank": 1.0 / min(lex) if lex else 0.0,
@@ -297,9 +340,11 @@ def explain(sig: Mapping[str, float], named: Sequence[str], facts: IndexFacts) -
 
 __all__ = [
     "SIGNALS",
+    "STUDY_SIGNALS",
     "GateEvidence",
     "IndexFacts",
     "content_terms",
+    "cosine_signals",
     "evidence",
     "explain",
     "fragment_sets",
@@ -311,6 +356,7 @@ __all__ = [
     "rare_terms",
     "signals",
     "signals_for",
+    "study_signals",
     "term_weight",
     "tokens",
     "two_scale_score",

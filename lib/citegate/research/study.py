@@ -2,6 +2,9 @@
 
 One call gives a notebook the shared retrieval pass (retrieved once per question set, stored
 fragment set, collection config and models; later runs read the trace cache and touch no model).
+The studies that compare corpora (notebooks 03 and 05) load one `Study` per corpus with
+`load_studies`, name each corpus's metrics with `metric_prefix` and start their recommendation
+from `production_base`.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from citegate.core import config
 from citegate.core.config import PipelineConfig
+from citegate.core.errors import ConfigError
 from citegate.corpus.builds import build_id
 from citegate.corpus.questions import Question, QuestionSet, load_set, resolve_gold
 from citegate.evaluation.sampling import salted_order
@@ -126,6 +131,52 @@ def _subset(qset: QuestionSet, qs: Sequence[Question]) -> QuestionSet:
     return QuestionSet(qset.name, qset.corpus, tuple(qs))
 
 
+def load_studies(
+    corpora: Mapping[str, Mapping[str, str]],
+    cfg: PipelineConfig,
+    *,
+    limit: int,
+    split: str | None = "all",
+    reranker: str | None,
+) -> dict[str, Study]:
+    """One `Study` per corpus (`corpus -> {question set -> corpus build searched}`), in the order
+    given, each exactly the `load_study` of a one-corpus run; `split` "all" (the default) keeps
+    every split for a study that splits tune/test itself. The same question set (out-of-scope)
+    may appear under several corpora, searching each one's build."""
+    return {
+        name: load_study(dict(sets), cfg, limit=limit, split=split, reranker=reranker)
+        for name, sets in corpora.items()
+    }
+
+
+def check_corpora(corpora: Mapping[str, Any], production: str) -> None:
+    """Each corpus maps to a non-empty {set: build} mapping, and the production corpus (whose
+    thresholds become the recommendation) is one of them; a ConfigError names what is wrong."""
+    problems = [
+        f"{name!r} must map question sets to the corpus build each searches, got {sets!r}"
+        for name, sets in corpora.items()
+        if not isinstance(sets, Mapping)
+        or not sets
+        or not all(isinstance(v, str) for v in sets.values())
+    ]
+    if production not in corpora:
+        problems.append(f"the recommendation's corpus {production!r} is not among {list(corpora)}")
+    if problems:
+        raise ConfigError("CORPORA: " + "; ".join(problems))
+
+
+def metric_prefix(corpus: str, production: str | None = None) -> str:
+    """The metric-name prefix of one corpus build: its first word and "_" (gita-split ->
+    "gita_", xquad-split -> "xquad_"); none for `production`, whose metrics keep the names of
+    a one-corpus run (notebook 03's spec and guards read them)."""
+    return "" if corpus == production else corpus.split("-")[0] + "_"
+
+
+def production_base() -> PipelineConfig:
+    """The current production config (what a recommendation changes), or the design defaults."""
+    return config.production() if config.PRODUCTION.exists() else config.DESIGN
+
+
 def record_study(rec: object, study: Study) -> None:
     """Log on a Recorder what the run actually used: each set's sampled questions (id, label,
     language, split) with its digest and corpus build, the config with the corpora actually
@@ -220,4 +271,24 @@ def config_table(study: Study) -> Any:
 
     d = study.config.replace(corpora=searched_corpora(study)).to_dict()
     d["reranker (scores used)"] = study.reranker_id
+    return pd.DataFrame({"key": list(d), "value": [str(v) for v in d.values()]})
+
+
+def corpora_data_table(studies: Mapping[str, Study]) -> Any:
+    """`data_table` of every corpus, with the corpus as the first column."""
+    import pandas as pd
+
+    parts = [data_table(st).assign(corpus=c) for c, st in studies.items()]
+    frame = pd.concat(parts, ignore_index=True)
+    return frame[["corpus", *[c for c in frame.columns if c != "corpus"]]]
+
+
+def corpora_config_table(studies: Mapping[str, Study]) -> Any:
+    """The run's pipeline config as a two-column table, with every build the corpora searched
+    (the config `record_studies` logs); one config serves every corpus."""
+    import pandas as pd
+
+    first = next(iter(studies.values()))
+    d = first.config.replace(corpora=all_searched(studies)).to_dict()
+    d["reranker (scores used)"] = first.reranker_id
     return pd.DataFrame({"key": list(d), "value": [str(v) for v in d.values()]})

@@ -19,6 +19,7 @@ from citegate.pipeline.compose import compose
 from citegate.pipeline.fallback import NO_ANSWER, outline_call
 from citegate.pipeline.retrieve import replay
 from citegate.research.ltr_training import fetch_texts
+from citegate.research.models import model_client, resolve_models
 from citegate.research.traces import traces_for
 from citegate.store.db import connect
 from citegate.store.production import load_reranker
@@ -29,7 +30,6 @@ from citegate.studies.citation.compute import (
     GroundedItem,
     outline_answer,
 )
-from citegate.studies.fallback import model_client, resolve_models
 
 
 def hydrate(conn: Any, notes: Sequence[Any]) -> tuple[Any, ...]:

@@ -10,8 +10,9 @@ A call that failed (status `llm_error`: server down, HTTP error) is no model beh
 drops those rows from every table, rate and metric, `error_table` counts them per model, and
 `check_model_errors` stops the run when they exceed the allowed share.
 
-`run` holds what touches models, the database and the question files (the local model registry,
-sampling the questions, probe search, `run_calls`); `compute` turns the answer rows into tables
+`run` holds what touches models, the database and the question files (sampling the questions,
+`run_calls`; the model registry and probe search are `research.models` and `research.probe`,
+shared with the followup and citation studies); `compute` turns the answer rows into tables
 and metrics (pure), `plots` draws them, `report` writes the conclusion. The notebook imports this
 package as `from citegate.studies import fallback as fs`.
 """
@@ -40,29 +41,11 @@ from citegate.studies.fallback.compute import (
 )
 from citegate.studies.fallback.plots import plot_adherence, plot_cost
 from citegate.studies.fallback.report import conclusion
-from citegate.studies.fallback.run import (
-    MODELS,
-    QWEN_FILE,
-    QWEN_PACKAGES,
-    QWEN_SHA256,
-    LocalModel,
-    load_questions,
-    model_client,
-    probe_search,
-    qwen_model_path,
-    record_questions,
-    resolve_models,
-    run_calls,
-)
+from citegate.studies.fallback.run import load_questions, record_questions, run_calls
 
 __all__ = [
     "FallbackQuestions",
     "Item",
-    "LocalModel",
-    "MODELS",
-    "QWEN_FILE",
-    "QWEN_PACKAGES",
-    "QWEN_SHA256",
     "adherence_table",
     "answer_row",
     "check_model_errors",
@@ -74,17 +57,13 @@ __all__ = [
     "examples",
     "headline",
     "load_questions",
-    "model_client",
     "model_notes",
     "plot_adherence",
     "plot_cost",
-    "probe_search",
     "probe_table",
     "question_records",
     "questions_table",
-    "qwen_model_path",
     "record_questions",
-    "resolve_models",
     "run_calls",
     "scope_by_label",
     "scope_table",

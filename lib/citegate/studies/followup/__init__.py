@@ -4,7 +4,7 @@ recover the recall that an elliptical follow-up loses?
 Two-turn conversations are built from real labeled questions: turn 1 names its verse ("In
 Chapter 1, Verse 2, ..."), turn 2 is another question about the SAME verse that names no verse and
 points back elliptically ("How is the army described in the verse?"). Turn 2 is searched three
-ways through the shared, cached retrieval pass (`studies.fallback.probe_search`: `traces_for` +
+ways through the shared, cached retrieval pass (`research.probe.probe_search`: `traces_for` +
 `replay`, the production code): `raw` (the follow-up alone), `concat` (turn 1 + turn 2, the naive
 baseline) and `rewrite` (`rewrite.rewrite_query`, validated; the raw query on rejection). A hit is
 the follow-up's gold verse among the final notes, by the fragment ids `questions.resolve_gold`

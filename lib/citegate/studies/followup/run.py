@@ -18,9 +18,10 @@ from citegate.models.embed import default_embedder
 from citegate.pipeline.rewrite import (
     rewrite_query,
 )
+from citegate.research.models import model_client, resolve_models
+from citegate.research.probe import probe_search
 from citegate.store.db import connect
 from citegate.store.production import load_reranker
-from citegate.studies.fallback import model_client, probe_search, resolve_models
 from citegate.studies.followup.compute import (
     REWRITE_COLUMNS,
     Conversation,

@@ -1,22 +1,33 @@
 """Notebook 03: does max cosine separate answerable from unanswerable questions, and where should
 the gate's thresholds (0.40 / 0.55 / 0.65) sit for each corpus and embedder?
 
-`corpora` loads one `Study` per corpus (gita-split and xquad-split side by side) and records
-them, `compute` replays them into gate signals, AUROCs, operating points and the recommended
-thresholds (pure; per corpus through `per_corpus`), `plots` draws them (one row per corpus),
-`report` writes the conclusion, `artifacts` reads the production config the recommendation starts
-from (`core.config.production`) and writes the recommendation files `citegate promote` reads (for
-the production corpus only). A study never imports `citegate.tracking`.
+The notebook loads one `Study` per corpus (gita-split and xquad-split side by side) and records
+them with the shared `research.study` helpers this package re-exports (`load_studies`,
+`record_studies`, `check_corpora`, the data and config tables, `production_base`); `compute`
+replays them into gate signals (`pipeline.signals`, production's names), AUROCs, operating points
+and the recommended thresholds (pure; per corpus through `per_corpus`), `plots` draws them (one
+row per corpus), `report` writes the conclusion, `artifacts` writes the recommendation files
+`citegate promote` reads (for the production corpus only). A study never imports
+`citegate.tracking`.
 The notebook imports this package as `from citegate.studies import gate as gs`.
 """
 
 from __future__ import annotations
 
-from citegate.studies.gate.artifacts import production_base, save_recommendation
+from citegate.research.study import (
+    all_searched,
+    check_corpora,
+    corpora_config_table,
+    corpora_data_table,
+    load_studies,
+    metric_prefix,
+    production_base,
+    record_studies,
+)
+from citegate.studies.gate.artifacts import save_recommendation
 from citegate.studies.gate.compute import (
     DESIGN_POINTS,
     SIGNALS,
-    arm_signals,
     auroc_table,
     contrast,
     corpus_headline,
@@ -24,7 +35,6 @@ from citegate.studies.gate.compute import (
     headline,
     language_answer_rates,
     language_aurocs,
-    metric_prefix,
     of_corpus,
     operating_points,
     per_corpus,
@@ -38,14 +48,6 @@ from citegate.studies.gate.compute import (
     test_report_per_corpus,
     two_scale_sweep,
 )
-from citegate.studies.gate.corpora import (
-    all_searched,
-    check_corpora,
-    corpora_config_table,
-    corpora_data_table,
-    load_corpora,
-    record_corpora,
-)
 from citegate.studies.gate.plots import (
     plot_distributions,
     plot_risk_coverage,
@@ -58,7 +60,6 @@ __all__ = [
     "DESIGN_POINTS",
     "SIGNALS",
     "all_searched",
-    "arm_signals",
     "auroc_table",
     "check_corpora",
     "conclusion",
@@ -71,7 +72,7 @@ __all__ = [
     "headline",
     "language_answer_rates",
     "language_aurocs",
-    "load_corpora",
+    "load_studies",
     "metric_prefix",
     "of_corpus",
     "operating_points",
@@ -85,7 +86,7 @@ __all__ = [
     "recommend_per_corpus",
     "recommendations_table",
     "recommended_config",
-    "record_corpora",
+    "record_studies",
     "save_recommendation",
     "side_by_side",
     "signals",

@@ -1,6 +1,6 @@
-"""Notebook 03's files: the production config a recommendation changes, and the recommendation
-(`recommended_config.yaml`, `recommendation.json`) that `citegate promote` reads from the run
-folder. Plain readers and writers: nothing here imports `citegate.tracking`.
+"""Notebook 03's files: the recommendation (`recommended_config.yaml`, `recommendation.json`) that
+`citegate promote` reads from the run folder, written over the production config
+(`research.study.production_base`). A plain writer: nothing here imports `citegate.tracking`.
 """
 
 from __future__ import annotations
@@ -11,14 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from citegate.core import config
 from citegate.core.config import PipelineConfig, save_config
 from citegate.studies.gate.compute import recommended_config
-
-
-def production_base() -> PipelineConfig:
-    """The current production config (what a recommendation changes), or the design defaults."""
-    return config.production() if config.PRODUCTION.exists() else config.DESIGN
 
 
 def save_recommendation(

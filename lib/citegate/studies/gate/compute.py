@@ -11,21 +11,25 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from citegate.core.config import PipelineConfig
+from citegate.core.config import DESIGN, PipelineConfig
 from citegate.evaluation import metrics as M
-from citegate.pipeline.arms import rrf_cut
-from citegate.research.study import Study
+from citegate.pipeline.signals import cosine_signals, study_signals
+from citegate.research.study import Study, metric_prefix
 
+# The signals compared, in the order of the AUROC table: production's replay-only ones
+# (`pipeline.signals.cosine_signals`) interleaved with the study's own (`STUDY_SIGNALS`).
 SIGNALS = (
     "max_cosine",
     "max_rerank",
-    "top3_mean_cosine",
-    "margin_top1_top2",
+    "topk_mean_cosine",
+    "margin_top1_top2_zero_filled",
     "max_verse_cosine",
     "rrf_fusion_max",
     "rrf_rerank_max",
 )
-DESIGN_POINTS = {"bail_out_score": 0.40, "sufficient_score": 0.55, "good_enough_score": 0.65}
+DESIGN_POINTS = {
+    k: getattr(DESIGN, k) for k in ("bail_out_score", "sufficient_score", "good_enough_score")
+}
 
 
 def signals(study: Study, cfg: PipelineConfig) -> pd.DataFrame:
@@ -35,9 +39,7 @@ def signals(study: Study, cfg: PipelineConfig) -> pd.DataFrame:
         results = s.replay_all(cfg)
         for q in s.questions:
             res = results[q.id]
-            cos = sorted((c.score for c in res.notes), reverse=True) or [0.0]
-            rr = [c.rerank_score if c.rerank_score is not None else c.score for c in res.notes]
-            verses = [c.score for c in res.notes if c.kind == "verse"]
+            sig = cosine_signals(res.notes) | study_signals(res, cfg)
             rows.append(
                 {
                     "set": name,
@@ -46,28 +48,13 @@ def signals(study: Study, cfg: PipelineConfig) -> pd.DataFrame:
                     "label": q.label,
                     "split": q.split,
                     "language": q.language,
-                    "max_cosine": res.max_score,
-                    "max_rerank": max(rr, default=0.0),
-                    "top3_mean_cosine": float(np.mean(cos[:3])),
-                    "margin_top1_top2": cos[0] - (cos[1] if len(cos) > 1 else 0.0),
-                    "max_verse_cosine": max(verses, default=0.0),
+                    **{k: sig[k] for k in SIGNALS[:5]},
                     "decision": res.decision,
                     "rounds": len(res.rounds),
-                    **arm_signals(s.traces[q.id], cfg),
+                    **{k: sig[k] for k in SIGNALS[5:]},
                 }
             )
     return pd.DataFrame(rows)
-
-
-def arm_signals(trace: Any, cfg: PipelineConfig) -> dict[str, float]:
-    """The RRF arm's gate signals on the same trace: max fusion score and max rerank score of its
-    top-5 notes (the two scales the two-scale gate switches between)."""
-    reranked = trace.reranker_id != "none"
-    notes, _, fused = rrf_cut(trace.candidates, cfg.replace(arm="rrf_hybrid"), reranked)
-    return {
-        "rrf_fusion_max": max((fused[c.fragment_id] for c in notes), default=0.0),
-        "rrf_rerank_max": max((c.rerank_score or 0.0 for c in notes), default=0.0),
-    }
 
 
 def two_scale_sweep(frame: pd.DataFrame, thresholds: Sequence[float]) -> pd.DataFrame:
@@ -180,7 +167,7 @@ def headline(
     prefix: str = "",
 ) -> dict[str, float]:
     """MLflow metrics: AUROCs of max cosine (with their CI bounds) and the test-split rates of the
-    recommendation, every name led by `prefix` (see `metric_prefix`)."""
+    recommendation, every name led by `prefix` (see `research.study.metric_prefix`)."""
     out = {f"rec_{k}": v for k, v in rec.items()}
     for r in aurocs[aurocs["signal"] == "max_cosine"].to_dict("records"):
         out[f"auroc_max_cosine_vs_{r['negatives']}"] = r["AUROC"]
@@ -194,13 +181,6 @@ def headline(
 
 
 # ------------------------------------------------------------------ several corpora side by side
-
-
-def metric_prefix(corpus: str, production: str) -> str:
-    """The metric-name prefix of one corpus: none for the production corpus (its metric names
-    stay those of a one-corpus run, which the spec's expected values and promote's guards read),
-    else the build name in snake case, e.g. "xquad_split_"."""
-    return "" if corpus == production else corpus.replace("-", "_") + "_"
 
 
 def corpus_signals(studies: Mapping[str, Study]) -> pd.DataFrame:
@@ -353,7 +333,7 @@ def corpus_headline(
     production: str,
 ) -> dict[str, float]:
     """`headline` of every corpus, each named with its `metric_prefix`: the production corpus's
-    metrics keep their one-corpus names, another's read e.g. "xquad_split_rec_sufficient_score"."""
+    metrics keep their one-corpus names, another's read e.g. "xquad_rec_sufficient_score"."""
     out: dict[str, float] = {}
     for corpus, rec in recs.items():
         out |= headline(

@@ -1,25 +1,24 @@
 """Notebook 05: which gate signals know what the corpus cannot answer, on gita-split and
 xquad-split side by side; a learned gate over them; certified false-answer bounds.
 
-`run` loads one Study per corpus (cached traces, no LLM call) and fetches what the signals need
-besides the traces (`pipeline.signals.index_facts`, `note_texts`); `compute` builds the signal
-frame, AUROCs (raw and audited labels, per language), fits the learned gates with grouped CV,
-their transfer across corpora and the certified thresholds (pure); `plots` draws them, `report`
-writes the goals table, metrics and conclusion, `artifacts` writes `gate_model.json`,
-`recommended_config.yaml` and `recommendation.json` for `citegate promote`; `crossfit` repeats
-the learned gate's fit and certificate over the leave-out folds (every chapter and article held
-out once) and scores each question out of fold. The notebook imports
+`research.study.load_studies` loads one Study per corpus (cached traces, no LLM call); `run`
+fetches what the signals need besides the traces (`pipeline.signals.index_facts`, `note_texts`);
+`compute` builds the signal frame, AUROCs (raw and audited labels, per language), fits the
+learned gates with grouped CV, their transfer across corpora and the certified thresholds (pure);
+`plots` draws them, `report` writes the goals table, metrics and conclusion, `artifacts` writes
+`gate_model.json`, `recommended_config.yaml` and `recommendation.json` for `citegate promote`;
+`crossfit` repeats the learned gate's fit and certificate over the leave-out folds (every chapter
+and article held out once) and scores each question out of fold. The notebook imports
 this package as `from citegate.studies import signals as sg`.
 """
 
 from __future__ import annotations
 
 from citegate.research.folds import load_fold_studies
-from citegate.research.study import record_studies
+from citegate.research.study import load_studies, production_base, record_studies
 from citegate.studies.signals.artifacts import (
     GATE_MODEL_FILE,
     fold_trained_on,
-    production_base,
     recommended_config,
     save_recommendation,
     trained_on,
@@ -67,7 +66,7 @@ from citegate.studies.signals.report import (
     language_address_lines,
     language_gap_lines,
 )
-from citegate.studies.signals.run import fold_frame, load_studies, signal_inputs
+from citegate.studies.signals.run import fold_frame, signal_inputs
 from citegate.studies.signals.units import levels_table, unit_lines, unit_metrics, unit_points
 
 __all__ = [

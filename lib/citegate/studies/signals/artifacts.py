@@ -14,7 +14,6 @@ from typing import Any
 
 import pandas as pd
 
-from citegate.core import config
 from citegate.core.config import PipelineConfig, save_config
 from citegate.core.errors import ConfigError
 from citegate.corpus.builds import parent_build
@@ -23,11 +22,6 @@ from citegate.models.ltr.model import LTRReranker
 from citegate.research.study import Study
 from citegate.store.production import GATE_MODEL_FILE, LTR_MODEL_FILE
 from citegate.studies.signals.compute import GatePoint, certificate_block
-
-
-def production_base() -> PipelineConfig:
-    """The current production config (what a recommendation changes), or the design defaults."""
-    return config.production() if config.PRODUCTION.exists() else config.DESIGN
 
 
 def recommended_config(

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from citegate.research.study import metric_prefix
 from citegate.studies.signals.compute import (
     ADDRESS_STRATA,
     ALL,
@@ -214,11 +215,6 @@ def _met(goal: Goal, value: float, realised: pd.DataFrame, gate: str) -> str:
 # ---------------------------------------------------------------- headline metrics
 
 
-def short(corpus: str) -> str:
-    """Metric prefix of a corpus build: gita-split -> gita."""
-    return corpus.split("-")[0]
-
-
 def _a(alpha: float) -> str:
     return f"a{round(alpha * 100):02d}"
 
@@ -237,12 +233,12 @@ def headline(
         name = {"max_cosine": "max_cosine", PRODUCTION_GATE: "learned"}.get(r["signal"])
         view = {RAW: "", SUBSET_RAW: "_subset_raw", SUBSET_AUDITED: "_audited"}[r["labels"]]
         if name:
-            key = f"{short(r['corpus'])}_auroc_{name}{view}_vs_{r['negatives']}"
+            key = f"{metric_prefix(r['corpus'])}auroc_{name}{view}_vs_{r['negatives']}"
             out[key] = r["AUROC"]
             out[key + "_ci_low"] = r["CI low"]
     for r in transfer[transfer["model"] == "logistic"].to_dict("records"):
         if r["trained on"] != r["tested on"]:
-            key = f"transfer_{short(r['trained on'])}_to_{short(r['tested on'])}_auroc_vs_{r['negatives']}"
+            key = f"transfer_{metric_prefix(r['trained on'])}to_{metric_prefix(r['tested on'])}auroc_vs_{r['negatives']}"
             out[key] = r["AUROC"]
     out |= certified_metrics(realised, alphas)
     del aurocs  # the per-signal table is reported, not logged metric by metric
@@ -263,7 +259,7 @@ def certified_metrics(
         ):
             continue
         g = "learned" if r["gate"] == PRODUCTION_GATE else "max_cosine"
-        head = f"{short(r['corpus'])}_{g}_{_a(r['alpha'])}{suffix}"
+        head = f"{metric_prefix(r['corpus'])}{g}_{_a(r['alpha'])}{suffix}"
         if r["language"] == ALL:
             out[f"{head}_answer_rate"] = r["answer rate"]
             out[f"{head}_bound_{r['negatives']}"] = r["bound"]

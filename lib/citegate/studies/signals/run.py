@@ -1,6 +1,7 @@
-"""Notebook 05's database side: load one study per corpus (cached traces), fetch what the signals
-need besides the traces (the index's addresses and document frequencies, the final notes' text),
-and log what the run used. Everything after this is pure (`compute`).
+"""Notebook 05's database side: fetch what the signals need besides the traces (the index's
+addresses and document frequencies, the final notes' text) of the studies
+`research.study.load_studies` loads, and the fold columns of the fold studies. Everything after
+this is pure (`compute`).
 """
 
 from __future__ import annotations
@@ -10,12 +11,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from citegate.core.config import PipelineConfig
 from citegate.corpus.builds import fold_count, parse_fold
 from citegate.corpus.questions import question_fold, scope_fold
 from citegate.pipeline.signals import IndexFacts, index_facts, note_texts
 from citegate.research.folds import question_unit
-from citegate.research.study import Study, load_study
+from citegate.research.study import Study
 from citegate.store.db import connect
 
 
@@ -25,21 +25,6 @@ class SignalInputs:
 
     facts: IndexFacts
     texts: Mapping[int, str]
-
-
-def load_studies(
-    corpora: Mapping[str, Mapping[str, str]],
-    cfg: PipelineConfig,
-    *,
-    limit: int,
-    reranker: str,
-) -> dict[str, Study]:
-    """One `Study` per corpus build (`corpus -> {question set -> corpus searched}`), every split
-    (the study splits tune/test itself), traces from the cache when warm."""
-    return {
-        corpus: load_study(dict(sets), cfg, limit=limit, split="all", reranker=reranker)
-        for corpus, sets in corpora.items()
-    }
 
 
 def signal_inputs(studies: Mapping[str, Study]) -> dict[str, SignalInputs]:
