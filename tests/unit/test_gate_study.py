@@ -263,9 +263,7 @@ def test_two_corpora_give_each_corpus_the_numbers_of_its_own_run(study: Study) -
         one_points = gs.test_report(one, negs, one_rec)
         alone[corpus] = gs.headline(one_aurocs, one_points, one_rec)
     # the production corpus keeps the one-corpus names (the spec's expected values read them)
-    assert {k: v for k, v in metrics.items() if not k.startswith("xquad_")} == alone[
-        "gita-split"
-    ]
+    assert {k: v for k, v in metrics.items() if not k.startswith("xquad_")} == alone["gita-split"]
     assert {
         k.removeprefix("xquad_"): v for k, v in metrics.items() if k.startswith("xquad_")
     } == alone["xquad-split"]
@@ -511,3 +509,9 @@ def test_a_corpus_without_test_rows_still_gets_its_recommendation_metrics() -> N
     rec = {"bail_out_score": 0.8, "sufficient_score": 0.85, "good_enough_score": 0.9}
     got = gs.corpus_headline(empty, empty, {"xquad-split": rec}, "gita-split")
     assert got == {f"xquad_rec_{k}": v for k, v in rec.items()}
+
+
+def test_metric_prefix_is_notebook_05s_rule_except_for_the_production_corpus() -> None:
+    assert gs.metric_prefix("xquad-split", "gita-split") == "xquad_"
+    assert gs.metric_prefix("gita-split", "gita-split") == ""
+    assert gs.metric_prefix("gita-split") == "gita_"  # 05 prefixes every corpus

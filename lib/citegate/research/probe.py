@@ -1,6 +1,6 @@
-"""Probe search for the studies that derive search queries from a model's answer (notebooks 01
-and 04): one probe searched on a corpus build through the shared, cached retrieval pass
-(`traces.traces_for` + `replay`, the same code as `retrieve`), giving its final notes.
+"""Probe search for the studies that search queries of their own (notebook 04's fallback probes,
+notebook 01's follow-up arms): one query searched on a corpus build through the shared, cached
+retrieval pass (`traces.traces_for` + `replay`, the same code as `retrieve`), giving its notes.
 """
 
 from __future__ import annotations
