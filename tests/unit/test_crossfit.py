@@ -1,4 +1,4 @@
-"""Experiment 05 cross-fitted over leave-out folds (`studies.signals.crossfit`): every question
+"""Experiment 05 cross-fitted over leave-out folds (`studies.signals.compute.crossfit`): every question
 scored once, out of fold, by a gate fit and certified on the other folds only."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from citegate.pipeline.signals import SIGNALS
 from citegate.studies.signals import compute as C
-from citegate.studies.signals import crossfit as X
+from citegate.studies.signals.compute import crossfit as X
 
 
 def fold_frame(n_units: int = 48, k: int = 4, seed: int = 3) -> pd.DataFrame:
@@ -101,13 +101,6 @@ def test_audited_labels_take_judged_questions_out_of_the_negatives(frame: pd.Dat
     raw, aud = q[q["labels"] == "raw"], q[q["labels"] == "audited"]
     assert (aud["n_neg cal"].to_numpy() <= raw["n_neg cal"].to_numpy()).all()
     assert (aud["n_neg cal"].to_numpy() < raw["n_neg cal"].to_numpy()).any()
-
-
-def test_the_clustered_interval_resamples_whole_units() -> None:
-    hits = np.array([1, 1, 1, 0, 0, 0], dtype=float)
-    lo, hi = X.cluster_rate_ci(hits, np.array(["a", "a", "a", "b", "b", "b"]), 200)
-    assert lo == 0.0 and hi == 1.0  # two units: the rate is 0, 1/2 or 1
-    assert np.isnan(X.cluster_rate_ci(np.array([]), np.array([]), 10)[0])
 
 
 def test_language_strata_add_up_and_the_report_is_computed(frame: pd.DataFrame, cf) -> None:

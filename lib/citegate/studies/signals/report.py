@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from citegate.core.errors import ConfigError
+from citegate.research.tables import first_row
 from citegate.studies.signals.compute import (
     ADDRESS_STRATA,
     ALL,
@@ -17,19 +19,20 @@ from citegate.studies.signals.compute import (
     LEVEL_QUESTION,
     LEVEL_UNIT,
     NEGATIVES,
+    PRODUCTION_GATE,
     RAW,
     SUBSET_AUDITED,
     SUBSET_RAW,
     best_signals,
-    learned_name,
 )
 
-PRODUCTION_GATE = learned_name("logistic")
+GOAL_KINDS = ("answer_rate", "audited_auroc", "language_gap")
+GOAL_KEYS = ("name", "corpus", "alpha", "target", "kind", "labels")
 
 
 @dataclass(frozen=True)
 class Goal:
-    """One goal of issue 14: a metric of one corpus compared with a target."""
+    """One goal of the experiment spec (`GOALS`): a metric of one corpus compared with a target."""
 
     name: str
     corpus: str
@@ -39,60 +42,45 @@ class Goal:
     labels: str = RAW  # the label view the value is measured on
 
 
-def default_goals(alpha: float) -> list[Goal]:
-    """The issue's goals (xquad-split: answer rate ≥ 0.85 at bound ≤ 0.05; gita-split audited
-    AUROC ≥ 0.85 and answer rate ≥ 0.5 at bound ≤ 0.10; Russian answerable questions answered
-    within 0.05 of English ones at the same bound)."""
-    return [
-        Goal(
-            "answer rate ≥ 0.85 at certified bound ≤ 0.05", "xquad-split", 0.05, 0.85, "answer_rate"
-        ),
-        Goal(
-            "learned-gate AUROC ≥ 0.85 on audited labels",
-            "gita-split",
-            alpha,
-            0.85,
-            "audited_auroc",
-            SUBSET_AUDITED,
-        ),
-        Goal("answer rate ≥ 0.5 at certified bound ≤ 0.10", "gita-split", 0.10, 0.5, "answer_rate"),
-        Goal(
-            "answer rate ≥ 0.5 at certified bound ≤ 0.10 (audited labels)",
-            "gita-split",
-            0.10,
-            0.5,
-            "answer_rate",
-            SUBSET_AUDITED,
-        ),
-        Goal(
-            "|answer rate ru − en| ≤ 0.05 at the same bound",
-            "gita-split",
-            alpha,
-            0.05,
-            "language_gap",
-        ),
-        Goal(
-            "|answer rate ru − en| ≤ 0.05 at the same bound",
-            "xquad-split",
-            alpha,
-            0.05,
-            "language_gap",
-        ),
-    ]
+def goals_from(params: Sequence[Mapping[str, Any]]) -> list[Goal]:
+    """The goals of notebook 05's `GOALS` parameter (the experiment spec's list of plain dicts with
+    `name`, `corpus`, `alpha`, `target`, `kind` and optionally `labels`, raw by default), checked:
+    an unknown or missing key, a kind or label view outside the known ones, or a non-numeric α or
+    target is a ConfigError naming the goal and the key."""
+    return [_goal(i, p) for i, p in enumerate(params)]
 
 
-def goal_alphas(alpha: float) -> list[float]:
+def _goal(i: int, p: Mapping[str, Any]) -> Goal:
+    """One `GOALS` entry as a Goal (see `goals_from`)."""
+    name = p.get("name", "unnamed") if isinstance(p, Mapping) else p
+    where = f"GOALS[{i}] ({name!r})"
+    if not isinstance(p, Mapping):
+        raise ConfigError(f"{where}: a goal is a mapping of {', '.join(GOAL_KEYS)}")
+    unknown = sorted(set(p) - set(GOAL_KEYS))
+    missing = [k for k in GOAL_KEYS[:-1] if k not in p]
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; a goal has {list(GOAL_KEYS)}")
+    if missing:
+        raise ConfigError(f"{where}: missing key {missing[0]!r}; a goal has {list(GOAL_KEYS)}")
+    for key, known in (("kind", GOAL_KINDS), ("labels", (RAW, SUBSET_RAW, SUBSET_AUDITED))):
+        if p.get(key, RAW) not in known:
+            raise ConfigError(f"{where}: {key} {p[key]!r} is not one of {list(known)}")
+    for key in ("alpha", "target"):
+        if isinstance(p[key], bool) or not isinstance(p[key], int | float):
+            raise ConfigError(f"{where}: {key} must be a number, got {p[key]!r}")
+    return Goal(
+        str(p["name"]),
+        str(p["corpus"]),
+        float(p["alpha"]),
+        float(p["target"]),
+        str(p["kind"]),
+        str(p.get("labels", RAW)),
+    )
+
+
+def goal_alphas(alpha: float, goals: Sequence[Goal]) -> list[float]:
     """Every α the goals need certified, with the run's own."""
-    return sorted({alpha, *(g.alpha for g in default_goals(alpha))})
-
-
-def _one(table: pd.DataFrame, **conds: Any) -> dict[str, Any] | None:
-    mask = np.ones(len(table), dtype=bool)
-    for k, v in conds.items():
-        col = table[k]
-        mask &= np.isclose(col, v) if isinstance(v, float) else (col == v).to_numpy()
-    rows = table[mask]
-    return rows.iloc[0].to_dict() if len(rows) else None
+    return sorted({alpha, *(g.alpha for g in goals)})
 
 
 def _answer_row(
@@ -101,7 +89,7 @@ def _answer_row(
     """The realised row of one gate point vs out_of_corpus (answer rate is the same per kind)."""
     if realised.empty:
         return None
-    return _one(
+    return first_row(
         realised,
         corpus=corpus,
         gate=gate,
@@ -115,12 +103,13 @@ def _answer_row(
 def goals_table(
     realised: pd.DataFrame,
     learned: pd.DataFrame,
-    alpha: float,
+    goals: Sequence[Goal],
     gates: Sequence[str] = (PRODUCTION_GATE, "max_cosine"),
 ) -> pd.DataFrame:
-    """One row per goal and gate: the measured value, the target and whether it is met."""
+    """One row per goal (`goals_from`) and gate: the measured value, the target and whether it is
+    met."""
     rows = []
-    for goal in default_goals(alpha):
+    for goal in goals:
         for gate in gates:
             value, detail = _goal_value(goal, gate, realised, learned)
             met = _met(goal, value, realised, gate)
@@ -145,7 +134,7 @@ def _goal_value(
     if goal.kind == "audited_auroc":
         if learned.empty:
             return math.nan, "not measured"
-        r = _one(
+        r = first_row(
             learned,
             corpus=goal.corpus,
             labels=SUBSET_AUDITED,
@@ -180,7 +169,7 @@ def _goal_value(
 def _bounds_text(realised: pd.DataFrame, corpus: str, gate: str, alpha: float) -> str:
     parts = []
     for neg in NEGATIVES:
-        r = _one(
+        r = first_row(
             realised, corpus=corpus, gate=gate, alpha=alpha, language=ALL, labels=RAW, negatives=neg
         )
         if r is not None:
@@ -254,7 +243,8 @@ def certified_metrics(
 ) -> dict[str, float]:
     """`<corpus>_<gate>_<a><suffix>_answer_rate`, `..._bound_<kind>`, `..._test_false_answer_rate_
     <kind>` (every language) and `..._answer_rate_<lang>` (vs the first kind) of the production
-    gate and max cosine at each α, raw labels (`suffix` "_unit" for the per-unit certificate)."""
+    gate and max cosine at each α, raw labels (`suffix` "_unit", `compute.UNIT`, for the per-unit
+    certificate). Values that are not finite are left out."""
     out: dict[str, float] = {}
     for r in realised[(realised["labels"] == RAW)].to_dict("records"):
         if (
@@ -272,7 +262,7 @@ def certified_metrics(
                 out[f"{head}_n_units_{r['negatives']}"] = r["n_neg cal"]
         elif r["negatives"] == NEGATIVES[0]:
             out[f"{head}_answer_rate_{r['language']}"] = r["answer rate"]
-    return out
+    return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(float(v))}
 
 
 # ---------------------------------------------------------------- conclusion
@@ -326,7 +316,7 @@ def _signal_lines(aurocs: pd.DataFrame) -> list[str]:
     best = best_signals(aurocs)
     mc = aurocs[(aurocs["labels"] == RAW) & (aurocs["signal"] == "max_cosine")]
     for r in best.to_dict("records"):
-        base = _one(mc, corpus=r["corpus"], negatives=r["negatives"], language=r["language"])
+        base = first_row(mc, corpus=r["corpus"], negatives=r["negatives"], language=r["language"])
         text = (
             f"- {r['corpus']}, vs {r['negatives']}, {r['language']} "
             f"(test, {r['answerable']} vs {r['negative']}): best single signal `{r['signal']}` "
@@ -387,7 +377,7 @@ def _transfer_lines(transfer: pd.DataFrame) -> list[str]:
     lines = []
     lg = transfer[transfer["model"] == "logistic"]
     for r in lg[lg["trained on"] != lg["tested on"]].to_dict("records"):
-        home = _one(
+        home = first_row(
             lg,
             **{
                 "trained on": r["tested on"],

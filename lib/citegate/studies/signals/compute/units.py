@@ -1,31 +1,28 @@
 """Experiment 05's certificate over independent units, beside the per-question one.
 
-The per-question certificate (`compute.certified_points`) counts calibration negatives as
+The per-question certificate (`certified.certified_points`) counts calibration negatives as
 independent questions; questions written about one verse (gita) or one article (xquad) are not.
 Here every gate is certified again with the question GROUP as the exchangeable unit
-(`evaluation.certify`, `units=`): a group counts once, as a false answer when any of its negative
+(`certified.certified_points(..., per_group=True)`, which passes `units=` to
+`evaluation.certify`): a group counts once, as a false answer when any of its negative
 questions is answered. The assumption, stated once for the report: calibration groups are
 exchangeable with the groups production meets; questions inside a group may depend on each other
-in any way. `levels_table` sets both certificates side by side on the test split, `unit_metrics`
-and `unit_lines` turn them into MLflow metrics and computed report sentences.
+in any way. `levels_table` sets both certificates side by side on the test split and `unit_lines`
+turns them into computed report sentences (their MLflow metrics: `report.certified_metrics` with
+the suffix `UNIT`).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from citegate.studies.signals.compute import (
-    NEGATIVES,
-    FittedGate,
-    GatePoint,
-    certified_points,
-    min_clean_n,
-)
-from citegate.studies.signals.report import ALL, PRODUCTION_GATE, RAW, certified_metrics
+from citegate.studies.signals.compute.contrasts import ALL, RAW
+from citegate.studies.signals.compute.fit import PRODUCTION_GATE
+from citegate.studies.signals.compute.frame import NEGATIVES
+from citegate.studies.signals.compute.sensitivity import min_clean_n
 
 ASSUMPTION = (
     "The per-unit certificate treats each question group (a gita verse, an XQuAD article) as "
@@ -33,18 +30,6 @@ ASSUMPTION = (
     "questions inside a group may depend on each other in any way."
 )
 UNIT = "_unit"  # metric-name suffix of the per-unit certificate
-
-
-def unit_points(
-    frame: pd.DataFrame,
-    gates: Mapping[tuple[str, str], FittedGate],
-    alphas: Sequence[float],
-    delta: float,
-    cal_share: float,
-    negatives: Sequence[str] = NEGATIVES,
-) -> list[GatePoint]:
-    """`compute.certified_points` with the question group as the unit (the same rows)."""
-    return certified_points(frame, gates, alphas, delta, cal_share, negatives, per_group=True)
 
 
 _KEEP = ["threshold", "bound", "n_neg cal", "answer rate", "false-answer rate", "FA high"]
@@ -63,13 +48,6 @@ def levels_table(by_question: pd.DataFrame, by_unit: pd.DataFrame) -> pd.DataFra
     if by_question.empty or by_unit.empty:
         return pd.DataFrame()
     return part(by_question, "question").merge(part(by_unit, "unit"), on=keys, how="inner")
-
-
-def unit_metrics(by_unit: pd.DataFrame, alphas: Sequence[float]) -> dict[str, float]:
-    """MLflow metrics of the per-unit certificates (`report.certified_metrics` with "_unit":
-    bound, n units, answer rate, realised false answers on test)."""
-    out = certified_metrics(by_unit, alphas, UNIT)
-    return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(float(v))}
 
 
 def unit_lines(levels: pd.DataFrame, alpha: float, negative: str = NEGATIVES[0]) -> list[str]:
@@ -97,6 +75,7 @@ def unit_lines(levels: pd.DataFrame, alpha: float, negative: str = NEGATIVES[0])
 
 
 def _level_text(r: Mapping[str, object], level: str, units: str, alpha: float) -> str:
+    """One certificate's clause of a `unit_lines` sentence: certified or not, its bound and n."""
     bound = float(r[f"bound ({level})"])  # type: ignore[arg-type]
     ok = bound <= alpha + 1e-12
     answers = (
@@ -109,4 +88,4 @@ def _level_text(r: Mapping[str, object], level: str, units: str, alpha: float) -
     return f"per {level} {'certified' if ok else 'not certified'} ({what} {bound:.3f} over {n} {units}, {answers})"
 
 
-__all__ = ["ASSUMPTION", "levels_table", "unit_lines", "unit_metrics", "unit_points"]
+__all__ = ["ASSUMPTION", "UNIT", "levels_table", "unit_lines"]
