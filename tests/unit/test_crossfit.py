@@ -117,7 +117,7 @@ def test_language_strata_add_up_and_the_report_is_computed(frame: pd.DataFrame, 
         )
     assert any("ru vs en" in line for line in R.language_address_lines(t))
     table = X.summary(cf, 20)
-    metrics = R.crossfit_metrics(table, 0.10)
+    metrics = C.crossfit_metrics(table, 0.10)
     row = table[(table["level"] == "unit") & (table["language"] == "all")].iloc[0]
     assert metrics["A_folds_a10_unit_answer_rate"] == pytest.approx(row["answer rate"])
     lines = R.crossfit_lines(table, 0.10, {"A": 2.0})

@@ -488,7 +488,7 @@ def test_goals_say_met_from_the_values(two: pd.DataFrame, fitted) -> None:
         0.05,
     )
     assert "Transfer: the logistic gate trained on xquad-split" in text and "Goals:" in text
-    metrics = R.headline(
+    metrics = C.headline(
         C.auroc_table(frame, 20), learned, C.transfer_table(frame, gates, 20), real, [0.05]
     )
     assert "gita_auroc_learned_vs_out_of_corpus" in metrics and all(
@@ -576,10 +576,10 @@ def test_unit_certificate_counts_question_groups_and_sits_beside_the_question_on
     row = row[row["negatives"] == "out_of_corpus"].iloc[0]
     assert row["n_neg cal (unit)"] == neg["group"].nunique()
     assert row["n_neg cal (question)"] == len(neg)
-    metrics = R.certified_metrics(by_u, [0.10], U.UNIT)
+    metrics = C.certified_metrics(by_u, [0.10], U.UNIT)
     assert metrics["A_learned_a10_unit_n_units_out_of_corpus"] == neg["group"].nunique()
-    lines = U.unit_lines(levels, 0.10)
-    assert lines[0] == U.ASSUMPTION
+    lines = R.unit_lines(levels, 0.10)
+    assert lines[0] == R.ASSUMPTION
     ok = row["bound (unit)"] <= 0.10
     assert any(
         "**A**" in t and f"per unit {'certified' if ok else 'not certified'}" in t for t in lines

@@ -3,14 +3,15 @@ xquad-split side by side; a learned gate over them; certified false-answer bound
 
 `run` loads one Study per corpus (cached traces, no LLM call) and fetches what the signals need
 besides the traces (`pipeline.signals.index_facts`, `note_texts`); `compute` (a package, one
-module per step) builds the signal frame, AUROCs (raw and audited labels, per language), fits the
-learned gates with grouped CV, their transfer across corpora and the certified thresholds, per
-question and per question group (`compute.units`), and repeats the learned gate's fit and
-certificate over the leave-out folds (`compute.crossfit`: every chapter and article held out
-once, each question scored out of fold), all pure; `plots` draws them, `report` parses the
-experiment spec's goals and writes the goals table, metrics and conclusion, `artifacts` writes
-`gate_model.json`, `recommended_config.yaml` and `recommendation.json` for `citegate promote`.
-The notebook imports this package as `from citegate.studies import signals as sg`.
+module per step, all pure) builds the signal frame, AUROCs (raw and audited labels, per
+language), fits the learned gates with grouped CV, their transfer across corpora and the
+certified thresholds, per question and per question group (`compute.units`), repeats the learned
+gate's fit and certificate over the leave-out folds (`compute.crossfit`: every chapter and
+article held out once, each question scored out of fold) and names the MLflow metrics
+(`compute.headline`); `plots` draws them, `report` parses the experiment spec's goals and writes
+the goals table and conclusion, `artifacts` writes `gate_model.json`, `recommended_config.yaml`
+and `recommendation.json` for `citegate promote`. The notebook imports this package as
+`from citegate.studies import signals as sg`.
 """
 
 from __future__ import annotations
@@ -34,14 +35,17 @@ from citegate.studies.signals.compute import (
     auroc_table,
     best_signals,
     calibration_negative_groups,
+    certified_metrics,
     certified_points,
     cross_fit,
+    crossfit_metrics,
     crossfit_summary,
     feature_pushes,
     find_point,
     fit_gates,
     gate_agreement,
     group_sensitivity,
+    headline,
     language_by_address,
     language_gap_by_address,
     learned_auroc_table,
@@ -51,7 +55,6 @@ from citegate.studies.signals.compute import (
     realised_table,
     signal_frame,
     transfer_table,
-    unit_lines,
 )
 from citegate.studies.signals.plots import (
     plot_auroc_forest,
@@ -64,16 +67,14 @@ from citegate.studies.signals.plots import (
 )
 from citegate.studies.signals.report import (
     Goal,
-    certified_metrics,
     conclusion,
     crossfit_lines,
-    crossfit_metrics,
     goal_alphas,
     goals_from,
     goals_table,
-    headline,
     language_address_lines,
     language_gap_lines,
+    unit_lines,
 )
 from citegate.studies.signals.run import fold_frame, load_studies, signal_inputs
 

@@ -23,6 +23,7 @@ _LANG_COLOURS = {ALL: "k", "en": "C0", "ru": "C3", "hi": "C2"}
 
 
 def _colour(lang: str) -> str:
+    """The colour of a language in every figure."""
     return _LANG_COLOURS.get(lang, "C4")
 
 

@@ -2,7 +2,8 @@
 (`contrasts`), learned gates fit with grouped CV and their transfer (`fit`), certified thresholds
 and the production gate they become (`certified`), the group-level sensitivity check
 (`sensitivity`), the language gap explained (`language`), the certificate over question groups
-(`units`) and the cross-fit over leave-out folds (`crossfit`).
+(`units`), the cross-fit over leave-out folds (`crossfit`) and the MLflow metrics of them all
+(`headline`).
 
 Pure functions of loaded studies, the frames made from them, or fitted models (no database or
 file). This package re-exports each module's public names.
@@ -75,6 +76,12 @@ from citegate.studies.signals.compute.frame import (
     signal_frame,
     with_language_z,
 )
+from citegate.studies.signals.compute.headline import (
+    certified_metrics,
+    crossfit_metrics,
+    headline,
+    short,
+)
 from citegate.studies.signals.compute.language import (
     ADDRESS_STRATA,
     feature_pushes,
@@ -92,16 +99,13 @@ from citegate.studies.signals.compute.sensitivity import (
     min_clean_n,
 )
 from citegate.studies.signals.compute.units import (
-    ASSUMPTION,
     UNIT,
     levels_table,
-    unit_lines,
 )
 
 __all__ = [
     "ADDRESS_STRATA",
     "ALL",
-    "ASSUMPTION",
     "CAL_SALT",
     "COLUMNS",
     "CrossFit",
@@ -133,7 +137,11 @@ __all__ = [
     "certify",
     "contrast",
     "cross_fit",
+    "certified_metrics",
+    "crossfit_metrics",
     "crossfit_summary",
+    "headline",
+    "short",
     "cv_table",
     "feature_matrix",
     "feature_pushes",
@@ -167,7 +175,6 @@ __all__ = [
     "too_few",
     "transfer_table",
     "tune_parts",
-    "unit_lines",
     "usable_features",
     "with_language_z",
 ]

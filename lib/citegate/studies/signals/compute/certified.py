@@ -139,6 +139,7 @@ def realised_table(
 def _realised_row(
     p: GatePoint, neg: str, view: str, lang: str, sub: pd.DataFrame, answered: pd.Series
 ) -> dict[str, Any]:
+    """One realised_table row: the point's bound and its test rates on one contrast."""
     pos, negs = answered[sub["y"] == 1], answered[sub["y"] == 0]
     cert = p.kind(neg)
     assert cert is not None

@@ -158,6 +158,7 @@ def cv_table(
 
 
 def _params_text(params: Mapping[str, Any]) -> str:
+    """A candidate's parameters as text for the CV table: C=0.1."""
     return ", ".join(f"{k}={v}" for k, v in params.items())
 
 
