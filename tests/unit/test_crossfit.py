@@ -1,4 +1,4 @@
-"""Experiment 05 cross-fitted over leave-out folds (`studies.signals.crossfit`): every question
+"""Experiment 05 cross-fitted over leave-out folds (`studies.signals.compute.crossfit`): every question
 scored once, out of fold, by a gate fit and certified on the other folds only."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from citegate.pipeline.signals import SIGNALS
 from citegate.studies.signals import compute as C
-from citegate.studies.signals import crossfit as X
+from citegate.studies.signals.compute import crossfit as X
 
 
 def fold_frame(n_units: int = 48, k: int = 4, seed: int = 3) -> pd.DataFrame:
@@ -103,13 +103,6 @@ def test_audited_labels_take_judged_questions_out_of_the_negatives(frame: pd.Dat
     assert (aud["n_neg cal"].to_numpy() < raw["n_neg cal"].to_numpy()).any()
 
 
-def test_the_clustered_interval_resamples_whole_units() -> None:
-    hits = np.array([1, 1, 1, 0, 0, 0], dtype=float)
-    lo, hi = X.cluster_rate_ci(hits, np.array(["a", "a", "a", "b", "b", "b"]), 200)
-    assert lo == 0.0 and hi == 1.0  # two units: the rate is 0, 1/2 or 1
-    assert np.isnan(X.cluster_rate_ci(np.array([]), np.array([]), 10)[0])
-
-
 def test_language_strata_add_up_and_the_report_is_computed(frame: pd.DataFrame, cf) -> None:
     from citegate.studies.signals import report as R
 
@@ -124,7 +117,7 @@ def test_language_strata_add_up_and_the_report_is_computed(frame: pd.DataFrame, 
         )
     assert any("ru vs en" in line for line in R.language_address_lines(t))
     table = X.summary(cf, 20)
-    metrics = R.crossfit_metrics(table, 0.10)
+    metrics = C.crossfit_metrics(table, 0.10)
     row = table[(table["level"] == "unit") & (table["language"] == "all")].iloc[0]
     assert metrics["A_folds_a10_unit_answer_rate"] == pytest.approx(row["answer rate"])
     lines = R.crossfit_lines(table, 0.10, {"A": 2.0})

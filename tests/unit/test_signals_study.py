@@ -16,8 +16,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from study_factory import cand, make_study, question, study_set
 
+from citegate.core import paths
 from citegate.core.config import DESIGN, load_config
 from citegate.core.errors import ConfigError
 from citegate.evaluation.certify import clopper_pearson_upper
@@ -26,10 +28,11 @@ from citegate.models.ltr.features import FEATURE_NAMES
 from citegate.models.ltr.fit import model_factories
 from citegate.models.ltr.model import LTRReranker
 from citegate.pipeline.signals import SIGNALS, IndexFacts
+from citegate.research.tables import rows_where
 from citegate.studies import signals as sg
 from citegate.studies.signals import compute as C
 from citegate.studies.signals import report as R
-from citegate.studies.signals import units as U
+from citegate.studies.signals.compute import units as U
 from citegate.studies.signals.run import SignalInputs
 
 FACTS = IndexFacts(("c",), frozenset({"BG 2.47"}), {}, 10)
@@ -201,7 +204,7 @@ def test_fit_gates_chooses_by_grouped_cv_and_drops_unusable_signals(
 def test_learned_auroc_beats_chance_on_separable_data(two: pd.DataFrame, fitted) -> None:
     gates, _ = fitted
     table = C.learned_auroc_table(two, gates, n_boot=20)
-    row = C.pick(
+    row = rows_where(
         table, corpus="A", labels=C.RAW, negatives="out_of_corpus", language="all"
     ).set_index("signal")
     assert row.loc["learned (logistic)", "AUROC"] > 0.8
@@ -219,9 +222,9 @@ def test_transfer_table_has_every_train_test_pair(two: pd.DataFrame, fitted) -> 
         ("B", "B"),
     }
     learned = C.learned_auroc_table(two, gates, n_boot=20)
-    home = C.pick(t, model="logistic", negatives="out_of_corpus")
+    home = rows_where(t, model="logistic", negatives="out_of_corpus")
     home = home[home["trained on"] == home["tested on"]].set_index("tested on")["AUROC"]
-    same = C.pick(
+    same = rows_where(
         learned,
         labels=C.RAW,
         negatives="out_of_corpus",
@@ -256,7 +259,7 @@ def test_certified_path_calibrates_on_the_held_out_part_and_reports_test(
         if learned.certified.feasible:
             assert c.bound <= 0.10
     real = C.realised_table(two, points, gates)
-    row = C.pick(
+    row = rows_where(
         real, corpus="A", gate="max_cosine", labels=C.RAW, language="all", negatives="out_of_corpus"
     ).iloc[0]
     test = a[a["split"] == "test"]
@@ -299,7 +302,7 @@ def test_group_sensitivity_recounts_the_certificate_by_group_and_unit(
     points = C.certified_points(frame, gates, [0.10], 0.05, 0.5)
     table = C.group_sensitivity(frame, points, gates, 0.5)
     point = C.find_point(points, "A", "learned (logistic)", 0.10)
-    rows = C.pick(table, corpus="A", gate="learned (logistic)", negatives="out_of_corpus")
+    rows = rows_where(table, corpus="A", gate="learned (logistic)", negatives="out_of_corpus")
     at = rows.set_index("level")
     cert = point.kind("out_of_corpus")
     q = at.loc[C.LEVEL_QUESTION]
@@ -317,7 +320,7 @@ def test_group_sensitivity_recounts_the_certificate_by_group_and_unit(
     assert u["bound"] >= g["bound"] >= q["bound"] - 1e-12  # fewer units, weaker bound
     counts = C.calibration_negative_groups(table).set_index(["corpus", "gate", "negatives"])
     assert counts.loc[("A", "learned (logistic)", "out_of_corpus"), C.LEVEL_GROUP] == g["n"]
-    oos = C.pick(table, corpus="A", gate="max_cosine", negatives="out_of_scope")
+    oos = rows_where(table, corpus="A", gate="max_cosine", negatives="out_of_scope")
     assert oos["n"].nunique() == 1  # one question per group: every level the same sample
     text = R.sensitivity_lines(table, 0.10)
     assert any(
@@ -389,23 +392,83 @@ def test_audited_labels_flip_held_out_answerable_questions() -> None:
     assert C.label_views(frame.assign(audit="")) == (C.RAW,)
 
 
+def spec_goals() -> list[dict]:
+    """Experiment 05's `GOALS` as its spec sets them."""
+    spec = yaml.safe_load((paths.EXPERIMENTS / "05_gate_signals.yaml").read_text(encoding="utf-8"))
+    return spec["parameters"]["GOALS"]
+
+
+def test_the_spec_goals_are_the_issue_goals() -> None:
+    """The spec's GOALS parse to exactly the goals the study used to hard-code (issue 14) and
+    need α 0.05 and 0.10 certified."""
+    audited = C.SUBSET_AUDITED
+    gap = "|answer rate ru − en| ≤ 0.05 at the same bound"
+    assert R.goals_from(spec_goals()) == [
+        R.Goal(
+            "answer rate ≥ 0.85 at certified bound ≤ 0.05", "xquad-split", 0.05, 0.85, "answer_rate"
+        ),
+        R.Goal(
+            "learned-gate AUROC ≥ 0.85 on audited labels",
+            "gita-split",
+            0.05,
+            0.85,
+            "audited_auroc",
+            audited,
+        ),
+        R.Goal(
+            "answer rate ≥ 0.5 at certified bound ≤ 0.10", "gita-split", 0.10, 0.5, "answer_rate"
+        ),
+        R.Goal(
+            "answer rate ≥ 0.5 at certified bound ≤ 0.10 (audited labels)",
+            "gita-split",
+            0.10,
+            0.5,
+            "answer_rate",
+            audited,
+        ),
+        R.Goal(gap, "gita-split", 0.05, 0.05, "language_gap"),
+        R.Goal(gap, "xquad-split", 0.05, 0.05, "language_gap"),
+    ]
+    assert R.goal_alphas(0.05, R.goals_from(spec_goals())) == [0.05, 0.10]
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"kind": "recall"}, "kind 'recall'"),
+        ({"labels": "audited"}, "labels 'audited'"),
+        ({"alpha": "0.05"}, "alpha must be a number"),
+        ({"target": True}, "target must be a number"),
+        ({"threshold": 0.5}, "unknown key 'threshold'"),
+        ({"corpus": None}, "missing key 'corpus'"),
+    ],
+)
+def test_a_malformed_goal_is_refused_naming_the_goal_and_key(change: dict, said: str) -> None:
+    goal = {**spec_goals()[0], **change}
+    goal = {k: v for k, v in goal.items() if v is not None}
+    with pytest.raises(ConfigError, match=r"GOALS\[1\] \('answer rate") as err:
+        R.goals_from([spec_goals()[1], goal])
+    assert said in str(err.value)
+
+
 def test_goals_say_met_from_the_values(two: pd.DataFrame, fitted) -> None:
     gates, _ = fitted
     frame = two.replace({"corpus": {"A": "gita-split", "B": "xquad-split"}})
     gates = {("gita-split" if c == "A" else "xquad-split", k): g for (c, k), g in gates.items()}
     for g in gates.values():
         g.corpus = "gita-split" if g.corpus == "A" else "xquad-split"
-    points = C.certified_points(frame, gates, R.goal_alphas(0.05), 0.05, 0.5)
+    wanted = R.goals_from(spec_goals())
+    points = C.certified_points(frame, gates, R.goal_alphas(0.05, wanted), 0.05, 0.5)
     real = C.realised_table(frame, points, gates)
     learned = C.learned_auroc_table(frame, gates, n_boot=20)
-    goals = R.goals_table(real, learned, 0.05)
-    assert len(goals) == 2 * len(R.default_goals(0.05))
+    goals = R.goals_table(real, learned, wanted)
+    assert len(goals) == 2 * len(wanted)
     for r in goals.to_dict("records"):
         if not np.isfinite(r["value"]):
             assert r["met"] == "not measured"  # no audit in this frame
         elif r["goal"].startswith("answer rate"):
             expect = r["value"] >= r["target"] and all(
-                C.pick(
+                rows_where(
                     real, corpus=r["corpus"], gate=r["gate"], labels=C.RAW, language="all"
                 ).query("alpha == @r['α']")["bound"]
                 <= r["α"]
@@ -425,7 +488,7 @@ def test_goals_say_met_from_the_values(two: pd.DataFrame, fitted) -> None:
         0.05,
     )
     assert "Transfer: the logistic gate trained on xquad-split" in text and "Goals:" in text
-    metrics = R.headline(
+    metrics = C.headline(
         C.auroc_table(frame, 20), learned, C.transfer_table(frame, gates, 20), real, [0.05]
     )
     assert "gita_auroc_learned_vs_out_of_corpus" in metrics and all(
@@ -497,7 +560,7 @@ def test_unit_certificate_counts_question_groups_and_sits_beside_the_question_on
     bound at the same α for the same scores, and the report lines say which certifies."""
     gates, _ = fitted
     q_points = C.certified_points(two, gates, [0.10], 0.05, 0.5)
-    u_points = U.unit_points(two, gates, [0.10], 0.05, 0.5)
+    u_points = C.certified_points(two, gates, [0.10], 0.05, 0.5, per_group=True)
     assert [(p.corpus, p.gate) for p in u_points] == [(p.corpus, p.gate) for p in q_points]
     _, cal = C.tune_parts(two[two["corpus"] == "A"], 0.5)
     unit = C.find_point(u_points, "A", "learned (logistic)", 0.10)
@@ -513,10 +576,10 @@ def test_unit_certificate_counts_question_groups_and_sits_beside_the_question_on
     row = row[row["negatives"] == "out_of_corpus"].iloc[0]
     assert row["n_neg cal (unit)"] == neg["group"].nunique()
     assert row["n_neg cal (question)"] == len(neg)
-    metrics = U.unit_metrics(by_u, [0.10])
+    metrics = C.certified_metrics(by_u, [0.10], U.UNIT)
     assert metrics["A_learned_a10_unit_n_units_out_of_corpus"] == neg["group"].nunique()
-    lines = U.unit_lines(levels, 0.10)
-    assert lines[0] == U.ASSUMPTION
+    lines = R.unit_lines(levels, 0.10)
+    assert lines[0] == R.ASSUMPTION
     ok = row["bound (unit)"] <= 0.10
     assert any(
         "**A**" in t and f"per unit {'certified' if ok else 'not certified'}" in t for t in lines

@@ -2,14 +2,16 @@
 xquad-split side by side; a learned gate over them; certified false-answer bounds.
 
 `research.study.load_studies` loads one Study per corpus (cached traces, no LLM call); `run`
-fetches what the signals need besides the traces (`pipeline.signals.index_facts`, `note_texts`);
-`compute` builds the signal frame, AUROCs (raw and audited labels, per language), fits the
-learned gates with grouped CV, their transfer across corpora and the certified thresholds (pure);
-`plots` draws them, `report` writes the goals table, metrics and conclusion, `artifacts` writes
-`gate_model.json`, `recommended_config.yaml` and `recommendation.json` for `citegate promote`;
-`crossfit` repeats the learned gate's fit and certificate over the leave-out folds (every chapter
-and article held out once) and scores each question out of fold. The notebook imports
-this package as `from citegate.studies import signals as sg`.
+fetches what the signals need besides the traces (`pipeline.signals.index_facts`, `note_texts`); `compute` (a package, one
+module per step, all pure) builds the signal frame, AUROCs (raw and audited labels, per
+language), fits the learned gates with grouped CV, their transfer across corpora and the
+certified thresholds, per question and per question group (`compute.units`), repeats the learned
+gate's fit and certificate over the leave-out folds (`compute.crossfit`: every chapter and
+article held out once, each question scored out of fold) and names the MLflow metrics
+(`compute.headline`); `plots` draws them, `report` parses the experiment spec's goals and writes
+the goals table and conclusion, `artifacts` writes `gate_model.json`, `recommended_config.yaml`
+and `recommendation.json` for `citegate promote`. The notebook imports this package as
+`from citegate.studies import signals as sg`.
 """
 
 from __future__ import annotations
@@ -26,26 +28,33 @@ from citegate.studies.signals.artifacts import (
 from citegate.studies.signals.compute import (
     COLUMNS,
     NEGATIVES,
+    PRODUCTION_GATE,
     SUBSET_AUDITED,
+    UNIT,
     auroc_table,
     best_signals,
     calibration_negative_groups,
+    certified_metrics,
     certified_points,
+    cross_fit,
+    crossfit_metrics,
+    crossfit_summary,
     feature_pushes,
     find_point,
     fit_gates,
     gate_agreement,
     group_sensitivity,
+    headline,
+    language_by_address,
     language_gap_by_address,
     learned_auroc_table,
     learned_gate,
     learned_name,
+    levels_table,
     realised_table,
     signal_frame,
     transfer_table,
 )
-from citegate.studies.signals.crossfit import cross_fit, language_by_address
-from citegate.studies.signals.crossfit import summary as crossfit_summary
 from citegate.studies.signals.plots import (
     plot_auroc_forest,
     plot_bound_vs_realised,
@@ -56,18 +65,17 @@ from citegate.studies.signals.plots import (
     plot_transfer,
 )
 from citegate.studies.signals.report import (
-    PRODUCTION_GATE,
+    Goal,
     conclusion,
     crossfit_lines,
-    crossfit_metrics,
     goal_alphas,
+    goals_from,
     goals_table,
-    headline,
     language_address_lines,
     language_gap_lines,
+    unit_lines,
 )
 from citegate.studies.signals.run import fold_frame, signal_inputs
-from citegate.studies.signals.units import levels_table, unit_lines, unit_metrics, unit_points
 
 __all__ = [
     "cross_fit",
@@ -81,9 +89,11 @@ __all__ = [
     "load_fold_studies",
     "plot_crossfit",
     "levels_table",
+    "certified_metrics",
+    "Goal",
+    "goals_from",
+    "UNIT",
     "unit_lines",
-    "unit_metrics",
-    "unit_points",
     "COLUMNS",
     "GATE_MODEL_FILE",
     "NEGATIVES",

@@ -3,7 +3,7 @@ per language where the data allow."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,17 @@ _LANG_COLOURS = {ALL: "k", "en": "C0", "ru": "C3", "hi": "C2"}
 
 
 def _colour(lang: str) -> str:
+    """The colour of a language in every figure."""
     return _LANG_COLOURS.get(lang, "C4")
+
+
+def _label_points(ax: Any, x: np.ndarray, ticks: Sequence[str], ylabel: str, title: str) -> None:
+    """Finish a panel of points in a row: slanted small tick labels, the axis label and title, a
+    light grid and the legend."""
+    ax.set_xticks(x, ticks, rotation=60, ha="right", fontsize=7)
+    ax.set(ylabel=ylabel, title=title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
 
 
 def plot_auroc_forest(aurocs: pd.DataFrame, labels: str = RAW) -> Any:
@@ -162,19 +172,13 @@ def plot_bound_vs_realised(realised: pd.DataFrame, labels: str = RAW) -> Any:
         ax.scatter(x, part["alpha"], marker="x", color="grey", label="target α")
         hollow = ~part["feasible"].astype(bool)
         ax.scatter(x[hollow], part["bound"][hollow], s=80, facecolors="none", edgecolors="C3")
-        ax.set_xticks(
-            x,
-            [
-                f"{g}\nα={a:g} {n}"
-                for g, a, n in zip(part["gate"], part["alpha"], part["negatives"], strict=True)
-            ],
-            rotation=60,
-            ha="right",
-            fontsize=7,
+        ticks = [
+            f"{g}\nα={a:g} {n}"
+            for g, a, n in zip(part["gate"], part["alpha"], part["negatives"], strict=True)
+        ]
+        _label_points(
+            ax, x, ticks, "false-answer rate", f"{corpus}: bound vs realised ({labels} labels)"
         )
-        ax.set(ylabel="false-answer rate", title=f"{corpus}: bound vs realised ({labels} labels)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
 
@@ -254,20 +258,12 @@ def plot_crossfit(table: pd.DataFrame, negative: str = NEGATIVES[0]) -> Any:
         ):
             err = [part[col] - part[lo], part[hi] - part[col]]
             ax.errorbar(x, part[col], yerr=err, fmt="o", color=colour, label=f"{name} (95% CI)")
-        ax.set_xticks(
-            x,
-            [
-                f"{lv} {lb}\n{lang}"
-                for lv, lb, lang in zip(
-                    part["level"], part["labels"], part["language"], strict=True
-                )
-            ],
-            rotation=60,
-            ha="right",
-            fontsize=7,
+        ticks = [
+            f"{lv} {lb}\n{lang}"
+            for lv, lb, lang in zip(part["level"], part["labels"], part["language"], strict=True)
+        ]
+        _label_points(
+            ax, x, ticks, "rate, out of fold", f"{corpus}: cross-fitted gate vs {negative}"
         )
-        ax.set(ylabel="rate, out of fold", title=f"{corpus}: cross-fitted gate vs {negative}")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
     fig.tight_layout()
     return fig

@@ -1,4 +1,5 @@
-"""Notebook 05's goals table, headline metrics and conclusion: every claim follows from a value."""
+"""Notebook 05's goals (the experiment spec's `GOALS`, parsed and checked), the goals table and the
+conclusion: every claim follows from a value (the MLflow metrics: `compute.headline`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from citegate.research.study import metric_prefix
+from citegate.core.errors import ConfigError
+from citegate.research.tables import first_row, rows_where
 from citegate.studies.signals.compute import (
     ADDRESS_STRATA,
     ALL,
@@ -18,19 +20,26 @@ from citegate.studies.signals.compute import (
     LEVEL_QUESTION,
     LEVEL_UNIT,
     NEGATIVES,
+    PRODUCTION_GATE,
     RAW,
     SUBSET_AUDITED,
     SUBSET_RAW,
     best_signals,
-    learned_name,
+    min_clean_n,
 )
 
-PRODUCTION_GATE = learned_name("logistic")
+ASSUMPTION = (
+    "The per-unit certificate treats each question group (a gita verse, an XQuAD article) as "
+    "one exchangeable unit, answered falsely when any of its negative questions is answered; "
+    "questions inside a group may depend on each other in any way."
+)
+GOAL_KINDS = ("answer_rate", "audited_auroc", "language_gap")
+GOAL_KEYS = ("name", "corpus", "alpha", "target", "kind", "labels")
 
 
 @dataclass(frozen=True)
 class Goal:
-    """One goal of issue 14: a metric of one corpus compared with a target."""
+    """One goal of the experiment spec (`GOALS`): a metric of one corpus compared with a target."""
 
     name: str
     corpus: str
@@ -40,60 +49,45 @@ class Goal:
     labels: str = RAW  # the label view the value is measured on
 
 
-def default_goals(alpha: float) -> list[Goal]:
-    """The issue's goals (xquad-split: answer rate ≥ 0.85 at bound ≤ 0.05; gita-split audited
-    AUROC ≥ 0.85 and answer rate ≥ 0.5 at bound ≤ 0.10; Russian answerable questions answered
-    within 0.05 of English ones at the same bound)."""
-    return [
-        Goal(
-            "answer rate ≥ 0.85 at certified bound ≤ 0.05", "xquad-split", 0.05, 0.85, "answer_rate"
-        ),
-        Goal(
-            "learned-gate AUROC ≥ 0.85 on audited labels",
-            "gita-split",
-            alpha,
-            0.85,
-            "audited_auroc",
-            SUBSET_AUDITED,
-        ),
-        Goal("answer rate ≥ 0.5 at certified bound ≤ 0.10", "gita-split", 0.10, 0.5, "answer_rate"),
-        Goal(
-            "answer rate ≥ 0.5 at certified bound ≤ 0.10 (audited labels)",
-            "gita-split",
-            0.10,
-            0.5,
-            "answer_rate",
-            SUBSET_AUDITED,
-        ),
-        Goal(
-            "|answer rate ru − en| ≤ 0.05 at the same bound",
-            "gita-split",
-            alpha,
-            0.05,
-            "language_gap",
-        ),
-        Goal(
-            "|answer rate ru − en| ≤ 0.05 at the same bound",
-            "xquad-split",
-            alpha,
-            0.05,
-            "language_gap",
-        ),
-    ]
+def goals_from(params: Sequence[Mapping[str, Any]]) -> list[Goal]:
+    """The goals of notebook 05's `GOALS` parameter (the experiment spec's list of plain dicts with
+    `name`, `corpus`, `alpha`, `target`, `kind` and optionally `labels`, raw by default), checked:
+    an unknown or missing key, a kind or label view outside the known ones, or a non-numeric α or
+    target is a ConfigError naming the goal and the key."""
+    return [_goal(i, p) for i, p in enumerate(params)]
 
 
-def goal_alphas(alpha: float) -> list[float]:
+def _goal(i: int, p: Mapping[str, Any]) -> Goal:
+    """One `GOALS` entry as a Goal (see `goals_from`)."""
+    name = p.get("name", "unnamed") if isinstance(p, Mapping) else p
+    where = f"GOALS[{i}] ({name!r})"
+    if not isinstance(p, Mapping):
+        raise ConfigError(f"{where}: a goal is a mapping of {', '.join(GOAL_KEYS)}")
+    unknown = sorted(set(p) - set(GOAL_KEYS))
+    missing = [k for k in GOAL_KEYS[:-1] if k not in p]
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; a goal has {list(GOAL_KEYS)}")
+    if missing:
+        raise ConfigError(f"{where}: missing key {missing[0]!r}; a goal has {list(GOAL_KEYS)}")
+    for key, known in (("kind", GOAL_KINDS), ("labels", (RAW, SUBSET_RAW, SUBSET_AUDITED))):
+        if p.get(key, RAW) not in known:
+            raise ConfigError(f"{where}: {key} {p[key]!r} is not one of {list(known)}")
+    for key in ("alpha", "target"):
+        if isinstance(p[key], bool) or not isinstance(p[key], int | float):
+            raise ConfigError(f"{where}: {key} must be a number, got {p[key]!r}")
+    return Goal(
+        str(p["name"]),
+        str(p["corpus"]),
+        float(p["alpha"]),
+        float(p["target"]),
+        str(p["kind"]),
+        str(p.get("labels", RAW)),
+    )
+
+
+def goal_alphas(alpha: float, goals: Sequence[Goal]) -> list[float]:
     """Every α the goals need certified, with the run's own."""
-    return sorted({alpha, *(g.alpha for g in default_goals(alpha))})
-
-
-def _one(table: pd.DataFrame, **conds: Any) -> dict[str, Any] | None:
-    mask = np.ones(len(table), dtype=bool)
-    for k, v in conds.items():
-        col = table[k]
-        mask &= np.isclose(col, v) if isinstance(v, float) else (col == v).to_numpy()
-    rows = table[mask]
-    return rows.iloc[0].to_dict() if len(rows) else None
+    return sorted({alpha, *(g.alpha for g in goals)})
 
 
 def _answer_row(
@@ -102,7 +96,7 @@ def _answer_row(
     """The realised row of one gate point vs out_of_corpus (answer rate is the same per kind)."""
     if realised.empty:
         return None
-    return _one(
+    return first_row(
         realised,
         corpus=corpus,
         gate=gate,
@@ -116,12 +110,13 @@ def _answer_row(
 def goals_table(
     realised: pd.DataFrame,
     learned: pd.DataFrame,
-    alpha: float,
+    goals: Sequence[Goal],
     gates: Sequence[str] = (PRODUCTION_GATE, "max_cosine"),
 ) -> pd.DataFrame:
-    """One row per goal and gate: the measured value, the target and whether it is met."""
+    """One row per goal (`goals_from`) and gate: the measured value, the target and whether it is
+    met."""
     rows = []
-    for goal in default_goals(alpha):
+    for goal in goals:
         for gate in gates:
             value, detail = _goal_value(goal, gate, realised, learned)
             met = _met(goal, value, realised, gate)
@@ -143,10 +138,11 @@ def goals_table(
 def _goal_value(
     goal: Goal, gate: str, realised: pd.DataFrame, learned: pd.DataFrame
 ) -> tuple[float, str]:
+    """The goal's measured value for one gate and how it was measured."""
     if goal.kind == "audited_auroc":
         if learned.empty:
             return math.nan, "not measured"
-        r = _one(
+        r = first_row(
             learned,
             corpus=goal.corpus,
             labels=SUBSET_AUDITED,
@@ -179,9 +175,10 @@ def _goal_value(
 
 
 def _bounds_text(realised: pd.DataFrame, corpus: str, gate: str, alpha: float) -> str:
+    """Each kind's certified bound of the gate at α, as text (raw labels)."""
     parts = []
     for neg in NEGATIVES:
-        r = _one(
+        r = first_row(
             realised, corpus=corpus, gate=gate, alpha=alpha, language=ALL, labels=RAW, negatives=neg
         )
         if r is not None:
@@ -190,17 +187,13 @@ def _bounds_text(realised: pd.DataFrame, corpus: str, gate: str, alpha: float) -
 
 
 def _bounds_ok(realised: pd.DataFrame, corpus: str, gate: str, alpha: float) -> bool:
-    rows = realised[
-        (realised["corpus"] == corpus)
-        & (realised["gate"] == gate)
-        & np.isclose(realised["alpha"], alpha)
-        & (realised["labels"] == RAW)
-        & (realised["language"] == ALL)
-    ]
+    """Whether every kind's certified bound of the gate at α is within α (raw labels)."""
+    rows = rows_where(realised, corpus=corpus, gate=gate, alpha=alpha, labels=RAW, language=ALL)
     return bool(len(rows)) and bool((rows["bound"] <= rows["alpha"] + 1e-12).all())
 
 
 def _met(goal: Goal, value: float, realised: pd.DataFrame, gate: str) -> str:
+    """The verdict ("met", "not met" or "not measured"): the value against the target and bounds."""
     if not math.isfinite(value):
         return "not measured"
     if goal.kind == "language_gap":
@@ -212,73 +205,16 @@ def _met(goal: Goal, value: float, realised: pd.DataFrame, gate: str) -> str:
     return "met" if ok else "not met"
 
 
-# ---------------------------------------------------------------- headline metrics
-
-
-def _a(alpha: float) -> str:
-    return f"a{round(alpha * 100):02d}"
-
-
-def headline(
-    aurocs: pd.DataFrame,
-    learned: pd.DataFrame,
-    transfer: pd.DataFrame,
-    realised: pd.DataFrame,
-    alphas: Sequence[float],
-) -> dict[str, float]:
-    """MLflow metrics: test AUROCs (max cosine, learned gate; audited when measured), transfer
-    AUROCs, and each corpus's certified answer rate, bounds and realised false-answer rates."""
-    out: dict[str, float] = {}
-    for r in learned[(learned["language"] == ALL)].to_dict("records"):
-        name = {"max_cosine": "max_cosine", PRODUCTION_GATE: "learned"}.get(r["signal"])
-        view = {RAW: "", SUBSET_RAW: "_subset_raw", SUBSET_AUDITED: "_audited"}[r["labels"]]
-        if name:
-            key = f"{metric_prefix(r['corpus'])}auroc_{name}{view}_vs_{r['negatives']}"
-            out[key] = r["AUROC"]
-            out[key + "_ci_low"] = r["CI low"]
-    for r in transfer[transfer["model"] == "logistic"].to_dict("records"):
-        if r["trained on"] != r["tested on"]:
-            key = f"transfer_{metric_prefix(r['trained on'])}to_{metric_prefix(r['tested on'])}auroc_vs_{r['negatives']}"
-            out[key] = r["AUROC"]
-    out |= certified_metrics(realised, alphas)
-    del aurocs  # the per-signal table is reported, not logged metric by metric
-    return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(float(v))}
-
-
-def certified_metrics(
-    realised: pd.DataFrame, alphas: Sequence[float], suffix: str = ""
-) -> dict[str, float]:
-    """`<corpus>_<gate>_<a><suffix>_answer_rate`, `..._bound_<kind>`, `..._test_false_answer_rate_
-    <kind>` (every language) and `..._answer_rate_<lang>` (vs the first kind) of the production
-    gate and max cosine at each α, raw labels (`suffix` "_unit" for the per-unit certificate)."""
-    out: dict[str, float] = {}
-    for r in realised[(realised["labels"] == RAW)].to_dict("records"):
-        if (
-            r["gate"] not in (PRODUCTION_GATE, "max_cosine")
-            or not np.isclose(alphas, r["alpha"]).any()
-        ):
-            continue
-        g = "learned" if r["gate"] == PRODUCTION_GATE else "max_cosine"
-        head = f"{metric_prefix(r['corpus'])}{g}_{_a(r['alpha'])}{suffix}"
-        if r["language"] == ALL:
-            out[f"{head}_answer_rate"] = r["answer rate"]
-            out[f"{head}_bound_{r['negatives']}"] = r["bound"]
-            out[f"{head}_test_false_answer_rate_{r['negatives']}"] = r["false-answer rate"]
-            if suffix:
-                out[f"{head}_n_units_{r['negatives']}"] = r["n_neg cal"]
-        elif r["negatives"] == NEGATIVES[0]:
-            out[f"{head}_answer_rate_{r['language']}"] = r["answer rate"]
-    return out
-
-
 # ---------------------------------------------------------------- conclusion
 
 
 def _ci(r: dict[str, Any]) -> str:
+    """An AUROC with its 95% CI, as text."""
     return f"{r['AUROC']:.3f} [{r['CI low']:.3f}, {r['CI high']:.3f}]"
 
 
 def _versus_chance(r: dict[str, Any]) -> str:
+    """Where an AUROC's 95% CI lies against chance (0.5)."""
     if r["CI low"] > 0.5:
         return "above chance"
     if r["CI high"] < 0.5:
@@ -322,7 +258,7 @@ def _signal_lines(aurocs: pd.DataFrame) -> list[str]:
     best = best_signals(aurocs)
     mc = aurocs[(aurocs["labels"] == RAW) & (aurocs["signal"] == "max_cosine")]
     for r in best.to_dict("records"):
-        base = _one(mc, corpus=r["corpus"], negatives=r["negatives"], language=r["language"])
+        base = first_row(mc, corpus=r["corpus"], negatives=r["negatives"], language=r["language"])
         text = (
             f"- {r['corpus']}, vs {r['negatives']}, {r['language']} "
             f"(test, {r['answerable']} vs {r['negative']}): best single signal `{r['signal']}` "
@@ -358,6 +294,7 @@ def _inverted(aurocs: pd.DataFrame, best: dict[str, Any]) -> str:
 
 
 def _learned_lines(learned: pd.DataFrame) -> list[str]:
+    """The learned gate against max cosine per corpus, label view and kind."""
     lines = []
     sub = learned[learned["language"] == ALL]
     for (corpus, view, neg), g in sub.groupby(["corpus", "labels", "negatives"], sort=False):
@@ -380,10 +317,11 @@ def _learned_lines(learned: pd.DataFrame) -> list[str]:
 
 
 def _transfer_lines(transfer: pd.DataFrame) -> list[str]:
+    """Each gate tested on the other corpus, beside that corpus's own gate."""
     lines = []
     lg = transfer[transfer["model"] == "logistic"]
     for r in lg[lg["trained on"] != lg["tested on"]].to_dict("records"):
-        home = _one(
+        home = first_row(
             lg,
             **{
                 "trained on": r["tested on"],
@@ -400,6 +338,7 @@ def _transfer_lines(transfer: pd.DataFrame) -> list[str]:
 
 
 def _certified_lines(realised: pd.DataFrame, alpha: float, delta: float) -> list[str]:
+    """Each corpus and gate certified at α: its answer rate and bounds, realised."""
     lines = []
     if realised.empty:
         return lines
@@ -458,6 +397,7 @@ def sensitivity_lines(sensitivity: pd.DataFrame, alpha: float) -> list[str]:
 
 
 def _level(r: dict[str, Any], alpha: float) -> str:
+    """A sensitivity level's bound, with how many of its n were answered, against α."""
     op = "≤" if r["bound ≤ α"] else ">"
     return f"{r['bound']:.3f} ({r['false answers']} of {r['n']} answered; {op} α = {alpha:g})"
 
@@ -471,6 +411,7 @@ def language_gap_lines(gap: pd.DataFrame, pushes: pd.DataFrame, language: str = 
     head = gap.iloc[0]
 
     def cell(lang: str, stratum: str) -> str:
+        """One language's answered / answerable count in one stratum."""
         r = at.get((lang, stratum))
         if r is None or not r["answerable"]:
             return f"{lang} none"
@@ -493,29 +434,48 @@ def language_gap_lines(gap: pd.DataFrame, pushes: pd.DataFrame, language: str = 
     return lines
 
 
+# ---------------------------------------------------------------- the certificate over units
+
+
+def unit_lines(levels: pd.DataFrame, alpha: float, negative: str = NEGATIVES[0]) -> list[str]:
+    """The assumption, then one computed sentence per corpus for the production gate at α: what
+    each certificate allows, and how many independent units the per-unit one rests on."""
+    if levels.empty:
+        return []
+    sel = levels[
+        (levels["gate"] == PRODUCTION_GATE)
+        & np.isclose(levels["alpha"], alpha)
+        & (levels["negatives"] == negative)
+    ]
+    lines = [ASSUMPTION]
+    for r in sel.to_dict("records"):
+        kinds = levels.loc[levels["corpus"] == r["corpus"], "negatives"].nunique()
+        lines.append(
+            f"- **{r['corpus']}**, {PRODUCTION_GATE} vs {negative} at α = {alpha:g}: "
+            + _level_text(r, "question", "questions", alpha)
+            + "; "
+            + _level_text(r, "unit", "question groups", alpha)
+            + f" (a bound ≤ α needs at least {min_clean_n(alpha, r['delta'] / kinds)} units even "
+            "with no false answer)."
+        )
+    return lines
+
+
+def _level_text(r: Mapping[str, object], level: str, units: str, alpha: float) -> str:
+    """One certificate's clause of a `unit_lines` sentence: certified or not, its bound and n."""
+    bound = float(r[f"bound ({level})"])  # type: ignore[arg-type]
+    ok = bound <= alpha + 1e-12
+    answers = (
+        f"test answer rate {float(r[f'answer rate ({level})']):.3f}"  # type: ignore[arg-type]
+        if ok
+        else "so the gate answers nothing"
+    )
+    n = int(r[f"n_neg cal ({level})"])  # type: ignore[call-overload]
+    what = "bound" if ok else "the strictest threshold's bound"
+    return f"per {level} {'certified' if ok else 'not certified'} ({what} {bound:.3f} over {n} {units}, {answers})"
+
+
 # ---------------------------------------------------------------- the cross-fitted folds
-
-
-def crossfit_metrics(table: pd.DataFrame, alpha: float) -> dict[str, float]:
-    """MLflow metrics of the cross-fitted summary (`crossfit.summary`) at α, e.g.
-    `gita_folds_a05_unit_answer_rate`, `..._answer_rate_ru`, `..._false_answer_rate_<kind>`,
-    `..._max_fold_bound_<kind>`, `..._final_bound_<kind>`, `..._final_n_<kind>`; audited labels
-    add `_audited` after the level."""
-    out: dict[str, float] = {}
-    for r in table.to_dict("records"):
-        view = "" if r["labels"] == RAW else "_audited"
-        key = f"{r['corpus']}_folds_{_a(alpha)}_{r['level']}{view}"
-        kind = r["negatives"]
-        if r["language"] != ALL:
-            if kind == NEGATIVES[0]:
-                out[f"{key}_answer_rate_{r['language']}"] = r["answer rate"]
-            continue
-        out[f"{key}_answer_rate"] = r["answer rate"]
-        out[f"{key}_false_answer_rate_{kind}"] = r["false-answer rate"]
-        out[f"{key}_max_fold_bound_{kind}"] = r["max fold bound"]
-        out[f"{key}_final_bound_{kind}"] = r["final bound"]
-        out[f"{key}_final_n_{kind}"] = r["final n"]
-    return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(float(v))}
 
 
 def crossfit_lines(table: pd.DataFrame, alpha: float, goals: Mapping[str, float]) -> list[str]:

@@ -7,7 +7,7 @@ its group out (`questions.question_fold`): its out_of_corpus row comes from that
 its answerable row from the next fold's build, an out-of-scope question's rows from the fold its
 salted hash picks. Rotation r then treats fold r as test and the other folds as tune:
 
-- the learned (logistic) gate is fit on tune's fit part (grouped CV, `compute.fit_gates`),
+- the learned (logistic) gate is fit on tune's fit part (grouped CV, `compute.fit.fit_gates`),
 - its threshold certified on tune's calibration part (whole groups, disjoint from the fit part),
   per question and per unit (`unit`: a gita verse, an XQuAD paragraph with its translations),
 - and fold r's questions are scored out of fold with that gate and threshold.
@@ -29,18 +29,11 @@ import numpy as np
 import pandas as pd
 
 from citegate.evaluation import metrics as M
-from citegate.studies.signals.compute import (
-    NEGATIVES,
-    FittedGate,
-    GatePoint,
-    certify,
-    fit_gates,
-    has_audit,
-    language_stats,
-    learned_name,
-    tune_parts,
-    with_language_z,
-)
+from citegate.evaluation.clustered import cluster_rate_ci
+from citegate.studies.signals.compute.certified import GatePoint, certify
+from citegate.studies.signals.compute.contrasts import has_audit
+from citegate.studies.signals.compute.fit import FittedGate, fit_gates, learned_name, tune_parts
+from citegate.studies.signals.compute.frame import NEGATIVES, language_stats, with_language_z
 
 FOLD_GATE = "logistic"
 LEVELS = ("question", "unit")
@@ -49,7 +42,6 @@ FINAL = 0  # the fold number of the deployable gate (fit and certified on every 
 # The deployable gate is fit and certified on the TUNE split's questions of every fold only, so
 # the test split (other verses, other articles) stays unseen for `citegate promote`'s guards.
 FINAL_SPLIT = "tune"
-BOOT_SALT = 20261202  # seed of the clustered bootstrap
 
 
 @dataclass(frozen=True)
@@ -182,24 +174,6 @@ def _rotation(
     return rows, scored, made
 
 
-def cluster_rate_ci(
-    hits: np.ndarray, units: np.ndarray, n_boot: int, seed: int = BOOT_SALT
-) -> tuple[float, float]:
-    """95% percentile interval of a rate by resampling whole units (a verse's questions move
-    together), NaN when there is nothing to resample."""
-    hits = np.asarray(hits, dtype=float)
-    if len(hits) == 0 or n_boot <= 0:
-        return float("nan"), float("nan")
-    codes, inverse = np.unique(np.asarray(units), return_inverse=True)
-    sums = np.bincount(inverse, weights=hits, minlength=len(codes))
-    counts = np.bincount(inverse, minlength=len(codes)).astype(float)
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(codes), size=(n_boot, len(codes)))
-    rates = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
-    lo, hi = np.percentile(rates, [2.5, 97.5])
-    return float(lo), float(hi)
-
-
 def summary(cf: CrossFit, n_boot: int, negatives: Sequence[str] = NEGATIVES) -> pd.DataFrame:
     """Per corpus, view, level, kind and language (and "all"): the out-of-fold answer rate of
     answerable questions and false-answer rate of the kind, each with Wilson and clustered
@@ -294,7 +268,6 @@ def language_by_address(
 __all__ = [
     "CrossFit",
     "language_by_address",
-    "cluster_rate_ci",
     "cross_fit",
     "summary",
     "view_labels",
