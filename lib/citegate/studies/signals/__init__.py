@@ -2,7 +2,7 @@
 xquad-split side by side; a learned gate over them; certified false-answer bounds.
 
 `run` loads one Study per corpus (cached traces, no LLM call) and fetches what the signals need
-besides the traces (`pipeline.signals.index_facts`, `note_texts`); `compute` builds the signal
+besides the traces (`pipeline.signals.index_facts`, `fragment_texts`); `compute` builds the signal
 frame, AUROCs (raw and audited labels, per language), fits the learned gates with grouped CV,
 their transfer across corpora and the certified thresholds (pure); `plots` draws them, `report`
 writes the goals table, metrics and conclusion, `artifacts` writes `gate_model.json`,
