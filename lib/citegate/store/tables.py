@@ -40,7 +40,7 @@ SELECT corpus, count(*),
 FROM fragments WHERE embedder_id = %(eid)s AND corpus = ANY(%(corpora)s)
 GROUP BY corpus
 """
-TEXTS_SQL = "SELECT id, text FROM fragments WHERE id = ANY(%(ids)s)"
+TEXTS_SQL = "SELECT id, text FROM fragments WHERE id = ANY(%s)"
 TEXTS_CHUNK = 5000  # ids per TEXTS_SQL statement
 
 UPSERT_SQL = (
@@ -208,5 +208,5 @@ def fragment_texts(conn: psycopg.Connection, ids: Iterable[int]) -> dict[int, st
     out: dict[int, str] = {}
     for start in range(0, len(wanted), TEXTS_CHUNK):
         chunk = wanted[start : start + TEXTS_CHUNK]
-        out.update(conn.execute(TEXTS_SQL, {"ids": chunk}).fetchall())
+        out.update(conn.execute(TEXTS_SQL, (chunk,)))
     return out

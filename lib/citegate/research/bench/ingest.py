@@ -46,6 +46,8 @@ class _StopwatchEmbedder:
 
 @dataclass(frozen=True)
 class _IngestRun:
+    """One timed ingest: wall seconds, rows written and passages embedded."""
+
     seconds: float
     model_seconds: float  # of which inside the embedder
     written: int

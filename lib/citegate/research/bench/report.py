@@ -17,6 +17,7 @@ from citegate.research.gate_bench import gate_rows
 
 
 def _fmt(v: Any) -> str:
+    """One cell: yes/NO for a bool, a float to about three significant digits."""
     if isinstance(v, bool):
         return "yes" if v else "NO"
     if isinstance(v, float):
@@ -40,6 +41,7 @@ def _table(title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> 
 
 
 def _runs(values: Sequence[float]) -> str:
+    """Several numbers in one cell, one decimal each."""
     return " / ".join(f"{v:.1f}" for v in values)
 
 
@@ -51,10 +53,12 @@ def _verdict(goal: dict[str, Any]) -> str:
 
 
 def _spread_cell(s: dict[str, float]) -> str:
+    """A `_spread` as one cell: min–max, then the interquartile range."""
     return f"{s['min']:.3g}–{s['max']:.3g} (IQR {s['q1']:.3g}–{s['q3']:.3g})"
 
 
 def _ingest_table(res: dict[str, Any]) -> str:
+    """Part 1: ingest vs raw embedder, with every run and the spread."""
     i = res["ingest"]
     verdict = i["inconclusive_because"] or "conclusive"
     return _table(
@@ -87,6 +91,7 @@ def _ingest_table(res: dict[str, Any]) -> str:
 
 
 def _recall_rows(r: dict[str, Any]) -> list[list[Any]]:
+    """Part 2's rows: one per kind group, then overall."""
     return [
         [
             name,
@@ -105,6 +110,7 @@ def _recall_rows(r: dict[str, Any]) -> list[list[Any]]:
 
 
 def _sweep_table(r: dict[str, Any]) -> str:
+    """Part 2's ef_search sweep, as planned and with the HNSW index forced."""
     rows = [
         [f"{ef}{' (session)' if ef == str(r['ef_search']) else ''}"]
         + [
@@ -132,6 +138,7 @@ def _sweep_table(r: dict[str, Any]) -> str:
 
 
 def _recall_table(res: dict[str, Any]) -> str:
+    """Part 2: HNSW vs exact per kind group, a note on exact scans, then the sweep."""
     r = res["recall"]
     title = (
         f"2. Dense lane, HNSW vs exact top-{r['k']} ({res['corpus_fragments']} fragments, "
@@ -150,6 +157,7 @@ def _recall_table(res: dict[str, Any]) -> str:
 
 
 def _retrieve_table(res: dict[str, Any]) -> str:
+    """Part 3: retrieve() latency by stage, cold and warm."""
     cold, warm = res["retrieve_cold"], res["retrieve_warm"]
     rows = [
         [s, cold[s]["p50_ms"], cold[s]["p95_ms"], warm[s]["p50_ms"], warm[s]["p95_ms"]]
@@ -166,6 +174,7 @@ def _retrieve_table(res: dict[str, Any]) -> str:
 
 
 def _lanes_table(res: dict[str, Any]) -> str:
+    """Part 3's lanes: each lane's latency right after ingest and after VACUUM."""
     before, after = res["lanes_after_ingest"], res["lanes"]
     rows = [
         [n, b["p50_ms"], b["p95_ms"], after[n]["p50_ms"], after[n]["p95_ms"]]
@@ -182,6 +191,7 @@ def _lanes_table(res: dict[str, Any]) -> str:
 
 
 def _replay_table(res: dict[str, Any]) -> str:
+    """Part 4: scalar and vectorised replay against retrieve."""
     p = res["replay"]
     return _table(
         f"4. replay() over {p['configs']} cut-only configs × {p['questions']} questions, scalar "
