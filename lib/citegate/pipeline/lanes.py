@@ -21,27 +21,13 @@ from psycopg import sql
 
 from citegate.core.text import STOPWORDS
 from citegate.corpus.sources.address import find_verse_refs, verse_label
+from citegate.store.tables import FRAGMENT_COLUMNS
 
 KIND_GROUPS: dict[str, tuple[str, ...]] = {
     "transcripts": ("track_transcript",),
     "verses": ("verse",),
     "library": ("commentary", "prose_chapter", "letter"),
 }
-FRAGMENT_COLUMNS = (
-    "id",
-    "frag_key",
-    "corpus",
-    "kind",
-    "source_id",
-    "track_id",
-    "start_ms",
-    "end_ms",
-    "book",
-    "loc_token",
-    "addr_label",
-    "text",
-    "lang",
-)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ verse addresses the question names (and whether the index holds them), at the qu
 words (are they in the notes?), at the lexical lane, the LTR reranker and the two-scale arm. All
 are computed from a `RetrievalResult` (a replay of a cached trace, no new retrieval) plus two
 small facts fetched once from the database: `IndexFacts` (the searched corpora's addresses and
-document frequencies) and the final notes' texts (`note_texts`: cached traces are slim).
+document frequencies) and the final notes' texts (`store.tables.fragment_texts`: cached traces are
+slim).
 
 The raw signals, in `SIGNALS` order (a NaN means "not defined here"; the learned gate reads NaN
 as the training mean):
@@ -42,7 +43,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import psycopg
@@ -54,6 +55,7 @@ from citegate.corpus.sources.address import named_verses, verse_label
 from citegate.models.gate_model import SIGNALS
 from citegate.pipeline.arms import gate_signal, rrf_cut, rrf_replay
 from citegate.pipeline.lanes import lexical_query
+from citegate.store.tables import fragment_texts
 
 TOP_K_MEAN = 3  # notes averaged by topk_mean_cosine
 RARE_MAX_SHARE = 0.10  # a term in more than this share of the documents is not rare
@@ -68,15 +70,6 @@ STUDY_SIGNALS = (
 FACTS_SQL = """
 SELECT addr_label, text FROM fragments
 WHERE embedder_id = %(eid)s AND corpus = ANY(%(corpora)s)
-"""
-TEXTS_SQL = "SELECT id, text FROM fragments WHERE id = ANY(%(ids)s)"
-# The aggregate `research.traces.fragment_sets` keys traces on (row count and md5 over
-# "id:content_hash" in id order), for every corpus in one query.
-FRAGMENT_SETS_SQL = """
-SELECT corpus, count(*),
-       coalesce(md5(string_agg(id::text || ':' || content_hash, ',' ORDER BY id)), '')
-FROM fragments WHERE embedder_id = %(eid)s AND corpus = ANY(%(corpora)s)
-GROUP BY corpus
 """
 
 
@@ -113,25 +106,6 @@ def index_facts(conn: psycopg.Connection, corpora: Sequence[str], embedder_id: s
         df.update(set(tokens(text or "")))
     labels = frozenset(r[0] for r in rows if r[0])
     return IndexFacts(tuple(corpora), labels, dict(df), len(rows), time.perf_counter() - clock)
-
-
-def fragment_sets(
-    conn: psycopg.Connection, corpora: Sequence[str], embedder_id: str
-) -> dict[str, str]:
-    """corpus -> "count:md5" of its (id, content hash) rows for the embedder, the identity
-    `research.traces` keys its traces on: it changes on any re-ingest, edit or deletion, so
-    `IndexFacts` cached under it are never stale. A corpus without fragments gives "0:"."""
-    rows = conn.execute(FRAGMENT_SETS_SQL, {"eid": embedder_id, "corpora": list(corpora)})
-    found = {corpus: f"{n}:{h}" for corpus, n, h in rows.fetchall()}
-    return {c: found.get(c, "0:") for c in corpora}
-
-
-def note_texts(conn: psycopg.Connection, ids: Iterable[int]) -> dict[int, str]:
-    """The stored text of each fragment id (slim traces keep no text); unknown ids are absent."""
-    wanted = sorted(set(ids))
-    if not wanted:
-        return {}
-    return dict(conn.execute(TEXTS_SQL, {"ids": wanted}).fetchall())
 
 
 # --------------------------------------------------------------------------- signals
@@ -243,7 +217,8 @@ def signals(
     texts: Mapping[int, str],
 ) -> dict[str, float]:
     """One question's raw signals (`SIGNALS`, in order) from a replayed result; `texts` holds the
-    final notes' texts by fragment id (`note_texts`; a note's own text is used when present)."""
+    final notes' texts by fragment id (`tables.fragment_texts`; a note's own text is used when
+    present)."""
     question = result.trace.question
     lex = [c.lex_rank for c in result.notes if c.lex_rank is not None]
     note_text = [texts.get(c.fragment_id) or c.text for c in result.notes]
@@ -266,7 +241,7 @@ def signals_for(
     """`signals` of many results searched under `cfg` (one corpus set, one embedder): the index
     facts and the notes' texts are fetched once for all of them. Keyed like `results`."""
     facts = index_facts(conn, cfg.corpora, cfg.embedder)
-    texts = note_texts(conn, {c.fragment_id for r in results.values() for c in r.notes})
+    texts = fragment_texts(conn, {c.fragment_id for r in results.values() for c in r.notes})
     return {k: signals(r, cfg, facts, texts) for k, r in results.items()}
 
 
@@ -347,11 +322,9 @@ __all__ = [
     "cosine_signals",
     "evidence",
     "explain",
-    "fragment_sets",
     "index_facts",
     "lexical_coverage",
     "named_labels",
-    "note_texts",
     "question_language",
     "rare_terms",
     "signals",

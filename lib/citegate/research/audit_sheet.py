@@ -32,6 +32,7 @@ from citegate.corpus.builds import fold_builds, gita_chapter_folds, parent_build
 from citegate.corpus.questions import Question, fold_audit_name
 from citegate.research.folds import FOLD_LIMIT, load_fold_studies
 from citegate.research.study import StudySet, load_study
+from citegate.store.tables import fragment_texts
 
 LIMIT = 400
 CONTROL = 50
@@ -230,12 +231,6 @@ def fold_sheet_name(base: str) -> str:
     return fold_audit_name(base)
 
 
-def fragment_texts(conn: psycopg.Connection, ids: Sequence[int]) -> dict[int, str]:
-    """fragment id -> text (slim traces carry none)."""
-    rows = conn.execute("SELECT id, text FROM fragments WHERE id = ANY(%s)", (list(ids),))
-    return dict(rows.fetchall())
-
-
 def gold_texts(conn: psycopg.Connection, corpus: str, labels: Sequence[str]) -> dict[str, str]:
     """verse address -> its text in `corpus` (the `GOLD_TRANSLATOR` translation, else the first
     by key)."""
@@ -302,11 +297,3 @@ def write_sheet(rows: Sequence[SheetRow], folder: Path | None = None, name: str 
     jsonl.write_text("".join(r.to_json() + "\n" for r in rows), encoding="utf-8")
     md.write_text(sheet_markdown(rows, digest), encoding="utf-8")
     return {"jsonl": str(jsonl), "markdown": str(md), "digest": digest, "questions": len(rows)}
-
-
-def label_counts(rows: Sequence[SheetRow]) -> Mapping[str, int]:
-    """label -> questions on the sheet."""
-    out: dict[str, int] = {}
-    for r in rows:
-        out[r.label] = out.get(r.label, 0) + 1
-    return out

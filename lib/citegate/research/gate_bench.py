@@ -20,8 +20,6 @@ from citegate.models.embed import Embedder
 from citegate.pipeline.retrieve import retrieve
 from citegate.store.production import load_reranker
 
-GOAL = 1.2  # learned-gate p50 over coverage-gate p50, at most
-
 
 def gate_configs(embedder_id: str, corpus: str) -> tuple[PipelineConfig, PipelineConfig] | None:
     """(learned, coverage): production on `corpus` with this embedder, and the same with the
@@ -86,4 +84,4 @@ def gate_rows(res: dict[str, Any]) -> list[list[Any]]:
     ]
 
 
-__all__ = ["GOAL", "bench_gate", "gate_configs", "gate_rows"]
+__all__ = ["bench_gate", "gate_configs", "gate_rows"]

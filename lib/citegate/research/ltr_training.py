@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -34,6 +34,7 @@ from citegate.models.ltr.model import (
 from citegate.models.rerank import CosineReranker
 from citegate.pipeline.retrieve import collect, text_signature
 from citegate.research.traces import traces_for
+from citegate.store.tables import fragment_texts
 
 DEFAULT_SETS = ("gita", "xquad")
 # How the training pools' dense lanes search (`PipelineConfig.exact_dense`): exactly, so the pools,
@@ -52,16 +53,6 @@ def pick_questions(questions: Sequence[Any], limit: int | None) -> list[Any]:
     return salted_sample(questions, lambda q: q.id, limit)
 
 
-def fetch_texts(conn: Any, ids: Iterable[int]) -> dict[int, str]:
-    """Fragment texts by id."""
-    ids = sorted(set(ids))
-    out: dict[int, str] = {}
-    for start in range(0, len(ids), 5000):
-        chunk = ids[start : start + 5000]
-        out.update(conn.execute("SELECT id, text FROM fragments WHERE id = ANY(%s)", (chunk,)))
-    return out
-
-
 def pools_with_text(conn: Any, traces: dict[str, Any]) -> tuple[dict[str, list[Any]], list[str]]:
     """(question id -> the trace's rerank pool (not `ann_missed`) with texts from the database,
     ids of the stale traces).
@@ -70,7 +61,7 @@ def pools_with_text(conn: Any, traces: dict[str, Any]) -> tuple[dict[str, list[A
     not key on the database), so each fetched text is checked against the candidate's `text_sig`:
     a trace with any mismatch is stale (collected from another database or an older ingest) and is
     left out of the pools."""
-    texts = fetch_texts(
+    texts = fragment_texts(
         conn, (c.fragment_id for t in traces.values() for c in t.candidates if not c.ann_missed)
     )
     out: dict[str, list[Any]] = {}

@@ -32,14 +32,9 @@ from citegate.models.embed import Embedder
 from citegate.models.rerank import Reranker, Scorable
 from citegate.pipeline.retrieve import RETRIEVAL_VERSION, RetrievalTrace, collect
 from citegate.store.db import connect, mask_url
+from citegate.store.tables import fragment_sets
 
 TRACE_FORMAT = "5"  # bump when Candidate / RetrievalTrace or the key payload change shape
-
-# One cheap aggregate per corpus: row count and md5 over "id:content_hash" in id order.
-_FRAGMENT_SET_SQL = (
-    "SELECT count(*), coalesce(md5(string_agg(id::text || ':' || content_hash, ',' ORDER BY id)), '') "
-    "FROM fragments WHERE embedder_id = %s AND corpus = %s"
-)
 
 
 def database_identity(conn: psycopg.Connection | None) -> str:
@@ -52,18 +47,6 @@ def database_identity(conn: psycopg.Connection | None) -> str:
     return f"{row[0]}/{row[1]}"
 
 
-def fragment_sets(
-    conn: psycopg.Connection, embedder_id: str, corpora: Sequence[str]
-) -> dict[str, str]:
-    """corpus -> `count:md5` of its (id, content hash) rows for the embedder: what the fragment
-    ids of a trace refer to (changes on any re-ingest, edit or deletion)."""
-    out = {}
-    for corpus in corpora:
-        n, h = conn.execute(_FRAGMENT_SET_SQL, (embedder_id, corpus)).fetchone()
-        out[corpus] = f"{n}:{h}"
-    return out
-
-
 def collection_digest(
     cfg: PipelineConfig,
     embedder_id: str,
@@ -72,7 +55,7 @@ def collection_digest(
     database: str = "",
     fragments: Mapping[str, str] | None = None,
 ) -> str:
-    """Identity of a retrieval pass: database, the searched fragment sets (`fragment_sets`),
+    """Identity of a retrieval pass: database, the searched fragment sets (`tables.fragment_sets`),
     collection knobs, models, the retrieval code version and the trace format."""
     payload = {
         "db": database,
@@ -137,7 +120,7 @@ def traces_for(
         reranker_key,
         exact_check,
         database_identity(conn),
-        fragment_sets(conn, embedder.id, cfg.corpora),
+        fragment_sets(conn, cfg.corpora, embedder.id),
     )
     cached = store.get_many(key, questions)
     todo = [q for q in questions if q.id not in cached]
@@ -248,7 +231,7 @@ def collect_parallel(
     """
     expected = (
         database_identity(job.conn),
-        fragment_sets(job.conn, job.embedder.id, job.cfg.corpora),
+        fragment_sets(job.conn, job.cfg.corpora, job.embedder.id),
     )
     settings = _session_settings(job.conn)
     emb, rr = _LockedEmbedder(job.embedder), _LockedReranker(job.reranker)
@@ -298,7 +281,7 @@ def _check_worker(
         conn.execute("SELECT set_config(%s, %s, false)", (name, value))
     got = database_identity(conn)
     if got == expected[0]:  # the fragments table is only known to exist in the right database
-        sets = fragment_sets(conn, job.embedder.id, job.cfg.corpora)
+        sets = fragment_sets(conn, job.cfg.corpora, job.embedder.id)
         if sets == expected[1]:
             return
         got = f"{got} with fragment sets {sets}"

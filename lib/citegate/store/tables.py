@@ -1,11 +1,12 @@
-"""Writing fragments to PostgreSQL and reading corpus statistics.
+"""Writing fragments to PostgreSQL, and the fragment-table reads more than one layer shares: the
+column list, each corpus's fragment-set digest, fragment texts by id, corpus statistics.
 
-The retrieval lanes (dense, lexical, address) live in `citegate.pipeline.lanes`; this module only writes.
+The retrieval lanes (dense, lexical, address) live in `citegate.pipeline.lanes`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 import numpy as np
@@ -13,7 +14,9 @@ import psycopg
 
 from citegate.core.fragments import Fragment
 
-_COLUMNS = (
+# What a read of a fragment returns (the lanes' `fetch`, `retrieve`'s candidates).
+FRAGMENT_COLUMNS = (
+    "id",
     "frag_key",
     "corpus",
     "kind",
@@ -26,12 +29,19 @@ _COLUMNS = (
     "addr_label",
     "text",
     "lang",
-    "tokens",
-    "content_hash",
-    "embedder_id",
-    "dim",
-    "embedding",
 )
+# What a write stores: every read column but the id, then the search and embedding columns.
+_COLUMNS = (*FRAGMENT_COLUMNS[1:], "tokens", "content_hash", "embedder_id", "dim", "embedding")
+
+# One cheap aggregate per corpus: row count and md5 over "id:content_hash" in id order.
+FRAGMENT_SETS_SQL = """
+SELECT corpus, count(*),
+       coalesce(md5(string_agg(id::text || ':' || content_hash, ',' ORDER BY id)), '')
+FROM fragments WHERE embedder_id = %(eid)s AND corpus = ANY(%(corpora)s)
+GROUP BY corpus
+"""
+TEXTS_SQL = "SELECT id, text FROM fragments WHERE id = ANY(%s)"
+TEXTS_CHUNK = 5000  # ids per TEXTS_SQL statement
 
 UPSERT_SQL = (
     f"INSERT INTO fragments ({', '.join(_COLUMNS)}) VALUES ({', '.join(['%s'] * len(_COLUMNS))}) "
@@ -149,19 +159,6 @@ def corpus_origin(conn: psycopg.Connection, embedder_id: str, corpus: str) -> st
     return row[0] if row else None
 
 
-def delete_missing(conn: psycopg.Connection, embedder_id: str, corpus: str, keep: set[str]) -> int:
-    """Remove fragments of (embedder, corpus) whose source record is gone; returns rows deleted."""
-    stored = set(stored_hashes(conn, embedder_id, corpus))
-    gone = sorted(stored - keep)
-    if gone:
-        with conn.transaction():
-            conn.execute(
-                "DELETE FROM fragments WHERE embedder_id = %s AND corpus = %s AND frag_key = ANY(%s)",
-                (embedder_id, corpus, gone),
-            )
-    return len(gone)
-
-
 def counts(conn: psycopg.Connection) -> list[tuple[str, str, str, int]]:
     """(embedder, corpus, kind, fragments) for `citegate doctor`."""
     return conn.execute(
@@ -192,3 +189,24 @@ def drop_corpus(conn: psycopg.Connection, embedder_id: str, corpus: str) -> int:
             "DELETE FROM corpora WHERE embedder_id = %s AND corpus = %s", (embedder_id, corpus)
         )
     return max(n, 0)
+
+
+def fragment_sets(
+    conn: psycopg.Connection, corpora: Sequence[str], embedder_id: str
+) -> dict[str, str]:
+    """corpus -> "count:md5" of its (id, content hash) rows for the embedder, in one query: what
+    the fragment ids of a cached trace (and the index facts cached with them) refer to, so it
+    changes on any re-ingest, edit or deletion. A corpus without fragments gives "0:"."""
+    rows = conn.execute(FRAGMENT_SETS_SQL, {"eid": embedder_id, "corpora": list(corpora)})
+    found = {corpus: f"{n}:{h}" for corpus, n, h in rows.fetchall()}
+    return {c: found.get(c, "0:") for c in corpora}
+
+
+def fragment_texts(conn: psycopg.Connection, ids: Iterable[int]) -> dict[int, str]:
+    """The stored text of each fragment id (slim traces keep none); unknown ids are absent."""
+    wanted = sorted(set(ids))
+    out: dict[int, str] = {}
+    for start in range(0, len(wanted), TEXTS_CHUNK):
+        chunk = wanted[start : start + TEXTS_CHUNK]
+        out.update(conn.execute(TEXTS_SQL, (chunk,)))
+    return out

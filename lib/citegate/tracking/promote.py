@@ -32,13 +32,14 @@ from citegate.corpus.questions import LABELS
 from citegate.evaluation import metrics as M
 from citegate.models.gate_model import LearnedGate
 from citegate.pipeline.decide import learned_decision
-from citegate.pipeline.signals import index_facts, note_texts
+from citegate.pipeline.signals import index_facts
 from citegate.research.study import StudySet, load_study
 from citegate.store.db import connect
 from citegate.store.production import (
     load_gate,
     load_reranker,
 )
+from citegate.store.tables import fragment_texts
 from citegate.tracking.promote_models import (
     artifact,
     evaluation_config,
@@ -276,7 +277,9 @@ def _learned_outcomes(
     results = s.replay_all(cfg)
     with connect() as conn:
         facts = index_facts(conn, (s.corpus,), embedder_id)
-        texts = note_texts(conn, sorted({n.fragment_id for r in results.values() for n in r.notes}))
+        texts = fragment_texts(
+            conn, sorted({n.fragment_id for r in results.values() for n in r.notes})
+        )
     out = {}
     for qid, r in results.items():
         d = learned_decision(r, cfg, gate, facts, texts)

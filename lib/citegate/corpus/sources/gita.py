@@ -45,18 +45,6 @@ def _field(path: Path, rec: dict[str, Any], idx: int, name: str, typ: type) -> A
     return value
 
 
-def verse_addresses(root: Path | None = None) -> dict[int, tuple[int, int]]:
-    """verse id -> (chapter, verse) for all 701 verses."""
-    path = Path(root or paths.CORPORA / "gita") / "verse.json"
-    return {
-        _field(path, r, i, "id", int): (
-            _field(path, r, i, "chapter_number", int),
-            _field(path, r, i, "verse_number", int),
-        )
-        for i, r in enumerate(_load(path), 1)
-    }
-
-
 def _verse_fragment(c: int, v: int, text: str, source_id: str, **extra: str) -> Fragment:
     return Fragment(
         key=f"verse:{c}.{v}:{source_id}",

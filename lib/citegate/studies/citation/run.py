@@ -18,11 +18,11 @@ from citegate.models.embed import default_embedder
 from citegate.pipeline.compose import compose
 from citegate.pipeline.fallback import NO_ANSWER, outline_call
 from citegate.pipeline.retrieve import replay
-from citegate.research.ltr_training import fetch_texts
 from citegate.research.models import model_client, resolve_models
 from citegate.research.traces import traces_for
 from citegate.store.db import connect
 from citegate.store.production import load_reranker
+from citegate.store.tables import fragment_texts
 from citegate.studies.citation.compute import (
     FORMATS,
     MAX_SOURCES,
@@ -34,7 +34,7 @@ from citegate.studies.citation.compute import (
 
 def hydrate(conn: Any, notes: Sequence[Any]) -> tuple[Any, ...]:
     """Notes with their texts from the database (cached traces keep no text)."""
-    texts = fetch_texts(conn, [c.fragment_id for c in notes if not c.text])
+    texts = fragment_texts(conn, [c.fragment_id for c in notes if not c.text])
     return tuple(c if c.text else replace(c, text=texts.get(c.fragment_id, "")) for c in notes)
 
 
@@ -119,7 +119,7 @@ def fallback_answers(frame: pd.DataFrame) -> list[Answer]:
     rows = frame[keep].to_dict("records")
     ids = {int(i) for r in rows for i in str(r["admitted_ids"]).split()}
     with connect() as conn:
-        texts = fetch_texts(conn, ids)
+        texts = fragment_texts(conn, ids)
     return [
         Answer(
             model=r["model"],

@@ -2,7 +2,8 @@
 xquad-split side by side; a learned gate over them; certified false-answer bounds.
 
 `research.study.load_studies` loads one Study per corpus (cached traces, no LLM call); `run`
-fetches what the signals need besides the traces (`pipeline.signals.index_facts`, `note_texts`); `compute` (a package, one
+fetches what the signals need besides the traces (`pipeline.signals.index_facts`, `store.tables.fragment_texts`); `compute`
+(a package, one
 module per step, all pure) builds the signal frame, AUROCs (raw and audited labels, per
 language), fits the learned gates with grouped CV, their transfer across corpora and the
 certified thresholds, per question and per question group (`compute.units`), repeats the learned

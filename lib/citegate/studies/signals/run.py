@@ -13,10 +13,11 @@ import pandas as pd
 
 from citegate.corpus.builds import fold_count, parse_fold
 from citegate.corpus.questions import question_fold, scope_fold
-from citegate.pipeline.signals import IndexFacts, index_facts, note_texts
+from citegate.pipeline.signals import IndexFacts, index_facts
 from citegate.research.folds import question_unit
 from citegate.research.study import Study
 from citegate.store.db import connect
+from citegate.store.tables import fragment_texts
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ def signal_inputs(studies: Mapping[str, Study]) -> dict[str, SignalInputs]:
             for s in study.sets.values():
                 for res in s.replay_all(study.config).values():
                     ids.update(c.fragment_id for c in res.notes)
-            out[corpus] = SignalInputs(facts, note_texts(conn, sorted(ids)))
+            out[corpus] = SignalInputs(facts, fragment_texts(conn, sorted(ids)))
     return out
 
 
