@@ -31,6 +31,7 @@ from citegate.pipeline.fallback import (
     detect_language,
     fallback_turn,
 )
+from citegate.pipeline.llm_calls import CallOptions
 from citegate.pipeline.retrieve import replay
 from citegate.research.study import sample
 from citegate.research.traces import traces_for
@@ -223,9 +224,7 @@ def run_calls(
                         it.question.text,
                         searches[it.corpus],
                         admission=cfg.fallback_admission,
-                        variant=v,
-                        max_tokens=max_tokens,
-                        json_mode=json_mode,
+                        options=CallOptions(v, max_tokens, json_mode),
                     )
                     rows.append(answer_row(it, name, fb))
                 info.append(
