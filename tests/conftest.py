@@ -1,5 +1,6 @@
 """Shared fixtures: a real embedded PostgreSQL per test session, throwaway caches; and the shared
-factories (`make_candidate`), imported by tests as `from conftest import make_candidate`."""
+factories (`make_candidate`, `verse`, `MEMORY_REPLY`), imported by tests as
+`from conftest import make_candidate`."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 import yaml
 
 from citegate.core.types import Candidate
+from citegate.pipeline.fallback import DISCLAIMERS
 from citegate.store import db
 from citegate.tracking import promote as P
 
@@ -45,6 +47,29 @@ def make_candidate(fragment_id: int | None = None, **fields: Any) -> Candidate:
     }
     values.update(fields)
     return Candidate(**values)
+
+
+def verse(i: int, score: float, kind: str = "verse") -> Candidate:
+    """A Gita verse BG 2.<i> (corpus gita, text `note <i> text`) with a given cosine."""
+    return make_candidate(
+        i,
+        corpus="gita",
+        kind=kind,
+        source_id="bg",
+        addr_label=f"BG 2.{i}",
+        text=f"note {i} text",
+        score=score,
+        lanes=("dense:verse@r1",),
+    )
+
+
+# A well-formed fallback reply: in scope, the English disclaimer copied, three probes.
+MEMORY_REPLY = {
+    "in_scope": True,
+    "disclaimer": DISCLAIMERS["en"],
+    "answer": "Arjuna doubts.",
+    "search_queries": ["Arjuna doubt", "knowledge versus action", "karma yoga"],
+}
 
 
 @pytest.fixture(scope="session", autouse=True)

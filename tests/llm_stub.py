@@ -45,6 +45,14 @@ def error(message: str) -> dict[str, Any]:
 Reply = tuple[int, dict[str, Any]] | tuple[int, dict[str, Any], dict[str, str]]
 
 
+def reply(obj: dict[str, Any] | str) -> Reply:
+    """A 200 reply whose message is `obj` as JSON (non-ASCII kept), or the text itself."""
+    return 200, completion(obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False))
+
+
+DOWN: Reply = (500, error("server down"), {"x-should-retry": "false"})  # fails at once, no retries
+
+
 class Stub:
     """Replies in order (the last one repeats) and records every request body and its time."""
 

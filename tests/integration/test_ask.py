@@ -21,9 +21,9 @@ from citegate.core.config import DESIGN, PRODUCTION, read_production, save_confi
 from citegate.core.errors import QuestionError
 from citegate.models.embed import default_embedder
 from citegate.models.gate_model import LearnedGate
-from citegate.pipeline import fallback as F
 from citegate.pipeline import plan
 from citegate.pipeline.retrieve import retrieve
+from citegate.pipeline.turn import answer_turn
 from citegate.store.ingest import ingest_corpus
 
 TEXT = (
@@ -91,7 +91,7 @@ def test_ask_refuses_a_bad_question_in_one_line(
 
 def test_answer_turn_refuses_a_bad_question_before_any_call() -> None:
     with pytest.raises(QuestionError, match="empty"):
-        F.answer_turn(None, " \t", None, None, None, None)  # type: ignore[arg-type]
+        answer_turn(None, " \t", None, None, None, None)  # type: ignore[arg-type]
 
 
 def test_retrieve_refuses_a_bad_question_before_any_query() -> None:

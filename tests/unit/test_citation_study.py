@@ -15,7 +15,7 @@ from citegate.core.errors import ModelFailure
 from citegate.models.embed import Embedder, default_embedder
 from citegate.models.llm import ChatClient
 from citegate.pipeline.compose import compose
-from citegate.pipeline.fallback import parse_outline
+from citegate.pipeline.outline import parse_outline
 from citegate.studies import citation as cs
 from citegate.studies.citation.compute import _control
 

@@ -10,6 +10,7 @@ from sklearn.calibration import calibration_curve
 from sklearn.metrics import ndcg_score, precision_recall_curve, roc_auc_score, roc_curve
 
 from citegate.evaluation import metrics as m
+from citegate.evaluation.metrics import calibration, operation, retrieval, roc
 
 
 @pytest.fixture()
@@ -155,7 +156,7 @@ def test_auroc_ci(noisy: tuple) -> None:
 def test_fast_auroc_equals_sklearn_with_ties() -> None:
     scores = np.array([0.1, 0.4, 0.4, 0.4, 0.8, 0.2, 0.8])
     labels = np.array([0, 1, 0, 1, 1, 0, 0])
-    assert m._fast_auroc(scores, labels) == pytest.approx(roc_auc_score(labels, scores))
+    assert roc._fast_auroc(scores, labels) == pytest.approx(roc_auc_score(labels, scores))
 
 
 def test_auroc_ci_needs_both_classes() -> None:
@@ -288,6 +289,13 @@ def test_rate_ci_is_not_a_point_at_zero_or_all() -> None:
 
 def test_no_bootstrap_rate_ci_name_remains() -> None:
     assert not hasattr(m, "bootstrap_rate_ci")
+
+
+def test_the_package_reexports_every_family_name() -> None:
+    families = (retrieval, calibration, roc, operation)
+    names = [n for f in families for n in f.__all__]
+    assert sorted(names) == sorted(m.__all__) and len(set(names)) == len(names)
+    assert all(getattr(m, n) is getattr(f, n) for f in families for n in f.__all__)
 
 
 def test_roc_band_follows_the_roc_path() -> None:

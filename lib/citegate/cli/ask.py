@@ -21,10 +21,11 @@ from citegate.core.config import PRODUCTION, NamedConfig, named
 from citegate.core.errors import ModelFailure
 from citegate.core.types import RetrievalResult
 from citegate.models.embed import Embedder, default_embedder
-from citegate.pipeline.fallback import answer_turn, chat_client
+from citegate.pipeline.llm_calls import CallOptions
 from citegate.pipeline.plan import clean_question, make_planner
 from citegate.pipeline.render import dumps, render_text, render_turn, result_dict, turn_dict
 from citegate.pipeline.retrieve import retrieve
+from citegate.pipeline.turn import answer_turn, chat_client
 from citegate.store.db import connect
 from citegate.store.production import (
     gate_model_path,
@@ -73,7 +74,7 @@ def cmd_answer(args: argparse.Namespace, choice: NamedConfig, emb: Embedder) -> 
     with connect() as conn, chat_client(model) as client:
         turn = answer_turn(
             conn, args.question, cfg, emb, load_reranker(cfg), client,
-            enable_fallback=args.fallback, variant=args.variant,
+            enable_fallback=args.fallback, options=CallOptions(variant=args.variant),
         )  # fmt: skip
     assert turn.retrieval is not None
     if args.json:

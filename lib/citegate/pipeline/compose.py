@@ -1,7 +1,7 @@
 """The related design's answer writer: prose over numbered sources, every sentence tagged.
 
-The production reply is built from the outline planner's theses (`fallback.outline_call` and
-`fallback.grounded_text`): the model only picks note numbers, the server writes the addresses. The
+The production reply is built from the outline planner's theses (`outline.outline_call` and
+`turn.grounded_text`): the model only picks note numbers, the server writes the addresses. The
 comparison design lets the model write the answer itself, citing sources as `[1]`..`[n]` and
 ending each sentence with `[SOURCED]` (stated by a cited source) or `[INFERRED]` (its own
 inference). Such text needs the post-hoc checks of `citegate.pipeline.citations`: claim support, fabricated
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from citegate.core.types import CallStatus, Status
 from citegate.models.llm import ChatClient, ChatResult, LLMError
+from citegate.pipeline.llm_calls import DEFAULT_OPTIONS, CallOptions, numbered
 
 COMPOSE_SYSTEM = (
     "You answer a question using ONLY the numbered sources given. Write 1 to 4 short sentences in "
@@ -44,7 +45,7 @@ class Composed:
 def compose_messages(question: str, sources: Sequence[str], chars: int) -> list[dict[str, str]]:
     """The writer prompt: sources numbered from 1 (whitespace collapsed, cut at `chars`), then
     the question."""
-    shown = "\n".join(f"[{i}] {' '.join(t.split())[:chars]}" for i, t in enumerate(sources, 1))
+    shown = numbered(sources, chars)
     return [
         {"role": "system", "content": COMPOSE_SYSTEM},
         {"role": "user", "content": f"Sources:\n{shown}\n\nQuestion: {question}"},
@@ -55,12 +56,13 @@ def compose(
     client: ChatClient,
     question: str,
     sources: Sequence[str],
+    options: CallOptions = DEFAULT_OPTIONS,
     *,
     max_sources: int = 5,
     chars: int = 300,
-    max_tokens: int = 160,
 ) -> Composed:
-    """Write a tagged, cited answer over the first `max_sources` source texts (one cached call).
+    """Write a tagged, cited answer over the first `max_sources` source texts (one cached call of
+    `options.max_tokens`; free text, so the JSON mode does not apply).
     `offered` maps each number shown to the FULL text of that source: what a claim citing it can
     be checked against. A failed call yields an empty answer and its reason, never an exception."""
     shown = [t for t in sources[:max_sources] if t.strip()]
@@ -68,7 +70,7 @@ def compose(
     if not shown:
         return Composed("", offered, CallStatus.NO_SOURCES.value)
     try:
-        call = client.chat(compose_messages(question, shown, chars), max_tokens=max_tokens)
+        call = client.chat(compose_messages(question, shown, chars), max_tokens=options.max_tokens)
     except LLMError as exc:
         return Composed("", offered, f"{CallStatus.LLM_ERROR}: {exc}")
     return Composed(call.text.strip(), offered, CallStatus.OK.value, call)

@@ -1,6 +1,6 @@
 """The corpus fallback: what a turn does when the trusted sources cannot support an answer.
 
-A turn is `retrieve` → coverage gate → outline planner (an LLM over the retrieved notes). The
+A turn (`turn.answer_turn`) is `retrieve` → coverage gate → outline planner (`outline`). The
 corpus is *insufficient* when the gate bails out or the planner finds no thesis the notes support.
 Then, behind `enable_corpus_fallback` (a `PipelineConfig` field, overridable per call):
 
@@ -13,9 +13,8 @@ Then, behind `enable_corpus_fallback` (a `PipelineConfig` field, overridable per
   whatever the model wrote: models were seen to drop it (notebook 04 measures how often).
 
 Bad model output is recorded on the result, never raised. A failed model call (server down,
-HTTP error) is model *error*, not model behaviour: the turn's branch is `error` and its reason
-`model error (...): ...`, never "corpus insufficient"; `citegate ask` exits non-zero on it.
-Every entry point takes the question through `clean_question` first.
+HTTP error) is model *error*, not model behaviour: the fallback branch is `error`, never
+"corpus insufficient"; `citegate ask` exits non-zero on it.
 """
 
 from __future__ import annotations
@@ -23,39 +22,15 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import psycopg
-
-from citegate.core.config import PipelineConfig
 from citegate.core.errors import is_model_error
 from citegate.core.text import detect_language
-from citegate.core.types import (
-    Branch,
-    CallStatus,
-    Candidate,
-    Decision,
-    RetrievalResult,
-    Status,
-)
-from citegate.models.embed import Embedder
-from citegate.models.llm import (
-    LOCAL_MODEL_ID,
-    ChatClient,
-    ChatResult,
-    LLMError,
-    LocalLlamaServer,
-    MemoryAnswer,
-    first_json_object,
-    parse_memory_answer,
-)
-from citegate.models.rerank import Reranker
-from citegate.pipeline.plan import clean_question
-from citegate.pipeline.render import where
-from citegate.pipeline.retrieve import retrieve
+from citegate.core.types import Branch, CallStatus, Candidate, Status
+from citegate.models.llm import ChatClient, ChatResult, LLMError, MemoryAnswer, parse_memory_answer
+from citegate.pipeline.llm_calls import DEFAULT_OPTIONS, CallOptions, parse_lenient, response_format
 
 DISCLAIMERS = {
     "en": "This answer is not from the trusted sources: it comes from general knowledge "
@@ -90,12 +65,8 @@ SCOPE = {
 LANGUAGE_NAMES = {"en": "English", "ru": "Russian"}
 PROMPT_VARIANTS = ("asked", "asked_painted", "not_asked")
 BRANCHES = tuple(Branch)
-JSON_MODES = ("schema", "json", "off")
 MAX_PROBES = 5
 Search = Callable[[str], Sequence[Candidate]]
-
-
-# --------------------------------------------------------------------------- the question
 
 
 # --------------------------------------------------------------------------- language, disclaimer
@@ -168,17 +139,10 @@ def memory_schema(variant: str) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": list(props)}
 
 
-_CONTROL = re.compile(r"[\x00-\x1f]")
-
-
 def parse_reply(text: str) -> tuple[MemoryAnswer | None, str]:
-    """`parse_memory_answer`, retried with raw control characters (a newline inside a string,
-    which llama.cpp's JSON grammar lets through) turned into spaces."""
-    value, status = parse_memory_answer(text)
-    if value is None and _CONTROL.search(text or ""):
-        value, again = parse_memory_answer(_CONTROL.sub(" ", text))
-        status = again if value is not None else status
-    return value, status
+    """`parse_memory_answer`, retried with raw control characters turned into spaces
+    (`parse_lenient`)."""
+    return parse_lenient(parse_memory_answer, text)
 
 
 def fallback_messages(question: str, lang: str, variant: str) -> list[dict[str, str]]:
@@ -207,22 +171,6 @@ def fallback_messages(question: str, lang: str, variant: str) -> list[dict[str, 
         {"role": "system", "content": "\n".join(lines)},
         {"role": "user", "content": question},
     ]
-
-
-def response_format(
-    client: ChatClient, schema: Mapping[str, Any], mode: str
-) -> dict[str, Any] | None:
-    """Constrained output: llama.cpp takes a JSON schema inside `json_object` (a grammar);
-    OpenAI-compatible remote APIs take `json_schema`. `json`: any JSON object; `off`: none."""
-    if mode not in JSON_MODES:
-        raise ValueError(f"unknown json mode {mode!r}; known: {JSON_MODES}")
-    if mode == "off":
-        return None
-    if mode == "json":
-        return {"type": "json_object"}
-    if client.kind == "local":
-        return {"type": "json_object", "schema": dict(schema)}
-    return {"type": "json_schema", "json_schema": {"name": "reply", "schema": dict(schema)}}
 
 
 @dataclass(frozen=True)
@@ -312,139 +260,25 @@ def ask_fallback(
     client: ChatClient,
     question: str,
     lang: str | None = None,
-    variant: str = "asked_painted",
-    *,
-    max_tokens: int = 160,
-    json_mode: str = "schema",
+    options: CallOptions = DEFAULT_OPTIONS,
 ) -> FallbackAnswer:
-    """Ask the fallback model (one repair on bad JSON). Never raises on model output; a call
-    that fails for good is recorded as status `llm_error: ...`."""
+    """Ask the fallback model (one repair on bad JSON) with `options` (prompt variant, token cap,
+    JSON mode). Never raises on model output; a call that fails for good is recorded as status
+    `llm_error: ...`."""
     lang = supported(lang or detect_language(question))
+    variant = options.variant
     messages = fallback_messages(question, lang, variant)
-    fmt = response_format(client, memory_schema(variant), json_mode)
+    fmt = response_format(client, memory_schema(variant), options.json_mode)
     try:
-        res = client.structured(messages, parse_reply, max_tokens=max_tokens, response_format=fmt)
+        res = client.structured(
+            messages, parse_reply, max_tokens=options.max_tokens, response_format=fmt
+        )
     except LLMError as exc:
         failed = f"{CallStatus.LLM_ERROR}: {exc}"
         return FallbackAnswer(question, lang, variant, client.model, None, failed, "")
     return FallbackAnswer(
         question, lang, variant, client.model, res.value, res.status, res.text, res.calls
     )
-
-
-# --------------------------------------------------------------------------- outline planner
-
-
-OUTLINE_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "theses": {
-            "type": "array",
-            "maxItems": 4,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "text": {"type": "string", "maxLength": 200},
-                    "notes": {"type": "array", "items": {"type": "integer"}, "maxItems": 4},
-                },
-                "required": ["text", "notes"],
-            },
-        }
-    },
-    "required": ["theses"],
-}
-
-
-@dataclass(frozen=True)
-class Outline:
-    """The planner's theses (each cites ≥ 1 note by 1-based number), parse status, calls."""
-
-    theses: tuple[str, ...]
-    cited: tuple[tuple[int, ...], ...]
-    status: str
-    calls: tuple[ChatResult, ...] = ()
-    dropped: int = 0  # note numbers cited that no note carries (fabricated, dropped by the parser)
-
-    @property
-    def outcome(self) -> Status:
-        """The status as kind (`CallStatus`) and detail."""
-        return Status.parse(self.status)
-
-
-def outline_messages(
-    question: str, notes: Sequence[Candidate], max_notes: int, chars: int
-) -> list[dict[str, str]]:
-    """The planner prompt: numbered note snippets, then the question."""
-    shown = "\n".join(
-        f"[{i}] {' '.join(c.text.split())[:chars]}" for i, c in enumerate(notes[:max_notes], 1)
-    )
-    system = (
-        "You plan an answer that uses ONLY the numbered notes. Reply with ONLY one JSON object: "
-        '{"theses": [{"text": string, "notes": [note numbers]}]}. Each thesis must be stated '
-        'by the notes it cites. If the notes do not answer the question, reply {"theses": []}.'
-    )
-    return [
-        {"role": "system", "content": system},
-        {"role": "user", "content": f"Notes:\n{shown}\n\nQuestion: {question}"},
-    ]
-
-
-def parse_outline(text: str, n_notes: int) -> tuple[Outline | None, str]:
-    """Theses that cite at least one existing note; (None, 'parse_failure: ...') on bad JSON."""
-    obj, why = first_json_object(text or "")
-    if obj is None and _CONTROL.search(text or ""):
-        obj, _ = first_json_object(_CONTROL.sub(" ", text))
-    if obj is None:
-        return None, f"{CallStatus.PARSE_FAILURE}: {why}"
-    items = obj.get("theses")
-    if not isinstance(items, list):
-        return None, f"{CallStatus.PARSE_FAILURE}: 'theses' must be a list"
-    theses, cited, dropped = [], [], 0
-    for item in items:
-        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
-            continue
-        given = item.get("notes") if isinstance(item.get("notes"), list) else []
-        refs = [r for r in given if isinstance(r, int) and 1 <= r <= n_notes]
-        dropped += len({r for r in given if isinstance(r, int)} - set(refs))
-        if item["text"].strip() and refs:
-            theses.append(item["text"].strip())
-            cited.append(tuple(dict.fromkeys(refs)))
-    ok = CallStatus.OK.value
-    return Outline(tuple(theses), tuple(cited), ok, dropped=dropped), ok
-
-
-def outline_call(
-    client: ChatClient,
-    question: str,
-    notes: Sequence[Candidate],
-    *,
-    max_notes: int = 5,
-    chars: int = 300,
-    max_tokens: int = 160,
-    json_mode: str = "schema",
-) -> Outline:
-    """Run the planner over the top notes; no notes, bad JSON or a failed call give no theses."""
-    if not notes:
-        return Outline((), (), CallStatus.NO_NOTES.value)
-    shown = list(notes[:max_notes])
-    fmt = response_format(client, OUTLINE_SCHEMA, json_mode)
-    try:
-        res = client.structured(
-            outline_messages(question, shown, max_notes, chars),
-            lambda t: parse_outline(t, len(shown)),
-            max_tokens=max_tokens,
-            response_format=fmt,
-        )
-    except LLMError as exc:
-        return Outline((), (), f"{CallStatus.LLM_ERROR}: {exc}")
-    if res.value is None:
-        return Outline((), (), res.status, res.calls)
-    return Outline(res.value.theses, res.value.cited, res.status, res.calls, res.value.dropped)
-
-
-def outline(client: ChatClient, question: str, notes: Sequence[Candidate]) -> list[str]:
-    """The planner's theses over the notes; an empty list means `corpus_insufficient`."""
-    return list(outline_call(client, question, notes).theses)
 
 
 # --------------------------------------------------------------------------- the fallback branch
@@ -483,15 +317,14 @@ def fallback_turn(
     *,
     admission: float,
     lang: str | None = None,
-    variant: str = "asked_painted",
-    max_tokens: int = 160,
-    json_mode: str = "schema",
+    options: CallOptions = DEFAULT_OPTIONS,
 ) -> FallbackTurn:
-    """Ask the fallback model; decline (no search) when it says out of scope; else search every
-    probe with `search` and admit hits at cosine ≥ `admission`; paint the disclaimer. A failed
-    call gives branch `error` with no text: there is no answer to paint."""
+    """Ask the fallback model (`options`: see `ask_fallback`); decline (no search) when it says
+    out of scope; else search every probe with `search` and admit hits at cosine ≥ `admission`;
+    paint the disclaimer. A failed call gives branch `error` with no text: there is no answer to
+    paint."""
     lang = supported(lang or detect_language(question))
-    fa = ask_fallback(client, question, lang, variant, max_tokens=max_tokens, json_mode=json_mode)
+    fa = ask_fallback(client, question, lang, options)
     if is_model_error(fa.status):
         return FallbackTurn(Branch.ERROR, "", "", (), (), (), fa)
     if fa.in_scope is False:
@@ -509,161 +342,24 @@ def fallback_turn(
     )
 
 
-# --------------------------------------------------------------------------- one turn
-
-
-@dataclass
-class Turn:
-    """One question through the whole flow. `branch`: grounded | fallback | decline | error
-    (a model call failed; `model_error` says which and why)."""
-
-    question: str
-    lang: str
-    branch: Branch
-    corpus_insufficient: bool
-    reason: str
-    decision: Decision
-    notes: tuple[Candidate, ...]
-    theses: tuple[str, ...]
-    text: str
-    disclaimer: str = ""
-    probes: tuple[str, ...] = ()
-    admitted: tuple[Candidate, ...] = ()
-    fallback: FallbackAnswer | None = None
-    outline_status: str = ""
-    usage: dict[str, float] = field(default_factory=dict)
-    retrieval: RetrievalResult | None = None
-    model_error: str = ""
-
-    def fail(self, stage: str, status: str) -> None:
-        """Mark the turn as failed by a model call of `stage` (its `llm_error: ...` status)."""
-        self.model_error = f"{stage}: {Status.parse(status).detail}"
-        self.branch, self.reason = Branch.ERROR, f"model error ({self.model_error})"
-        self.text = ""
-
-
-def grounded_text(
-    theses: Sequence[str], cited: Sequence[Sequence[int]], notes: Sequence[Candidate]
-) -> str:
-    """The grounded reply: one line per thesis with the addresses of the notes it cites."""
-    lines = []
-    for thesis, refs in zip(theses, cited, strict=True):
-        labels = ", ".join(where(notes[r - 1]) for r in refs)
-        lines.append(f"- {thesis} [{labels}]")
-    return "\n".join(lines)
-
-
-@contextmanager
-def chat_client(model: str | None = None) -> Iterator[ChatClient]:
-    """The fallback/planner model: a remote one from the environment when keys are set
-    (`ChatClient.from_env`), else the bundled SmolLM2 on a local llama.cpp server (one thread)."""
-    remote = ChatClient.from_env(model)
-    if remote is not None:
-        yield remote
-        return
-    with LocalLlamaServer(n_threads=1) as url:
-        yield ChatClient(LOCAL_MODEL_ID, url)
-
-
-def _usage_delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
-    return {k: after[k] - before.get(k, 0.0) for k in after}
-
-
-def answer_turn(
-    conn: psycopg.Connection | None,
-    question: str,
-    cfg: PipelineConfig,
-    embedder: Embedder,
-    reranker: Reranker,
-    client: ChatClient,
-    *,
-    enable_fallback: bool | None = None,
-    variant: str = "asked_painted",
-    max_tokens: int = 160,
-    json_mode: str = "schema",
-) -> Turn:
-    """Retrieve, gate, outline; on `corpus_insufficient` take the fallback (if enabled, per call
-    or by `cfg.enable_corpus_fallback`) or say "I don't know". A planner call that fails ends the
-    turn as branch `error` (no fallback: the corpus was not judged); so does a failed fallback
-    call. `QuestionError` for an unusable question (`clean_question`)."""
-    question = clean_question(question)
-    before = client.usage.as_dict()
-    lang = supported(detect_language(question))
-    res = retrieve(conn, question, cfg, embedder, reranker)  # type: ignore[arg-type]
-    plan = (
-        Outline((), (), f"{CallStatus.SKIPPED}: gate bailed out")
-        if res.decision == Decision.INSUFFICIENT
-        else outline_call(client, question, res.notes, max_tokens=max_tokens, json_mode=json_mode)
-    )
-    turn = Turn(
-        question, lang, Branch.GROUNDED, False, "", res.decision, res.notes, plan.theses, ""
-    )
-    turn.outline_status, turn.retrieval = plan.status, res
-    if is_model_error(plan.status):
-        turn.fail("outline planner", plan.status)
-    elif plan.theses:
-        turn.text = grounded_text(plan.theses, plan.cited, res.notes)
-    else:
-        turn.corpus_insufficient = True
-        bailed = res.decision == Decision.INSUFFICIENT
-        turn.reason = "gate: bail out" if bailed else "outline: no theses"
-        enabled = cfg.enable_corpus_fallback if enable_fallback is None else enable_fallback
-        if enabled:
-            _take_fallback(
-                turn, conn, cfg, embedder, reranker, client, variant, max_tokens, json_mode
-            )
-        else:
-            turn.branch, turn.text = Branch.DECLINE, NOT_FOUND[lang]
-    turn.usage = _usage_delta(before, client.usage.as_dict())
-    return turn
-
-
-def _take_fallback(
-    turn: Turn,
-    conn: psycopg.Connection | None,
-    cfg: PipelineConfig,
-    embedder: Embedder,
-    reranker: Reranker,
-    client: ChatClient,
-    variant: str,
-    max_tokens: int,
-    json_mode: str,
-) -> None:
-    """Fill the turn from `fallback_turn`, searching probes with the production retrieval."""
-
-    def search(probe: str) -> Sequence[Candidate]:
-        return retrieve(conn, probe, cfg, embedder, reranker).notes  # type: ignore[arg-type]
-
-    fb = fallback_turn(
-        client,
-        turn.question,
-        search,
-        admission=cfg.fallback_admission,
-        lang=turn.lang,
-        variant=variant,
-        max_tokens=max_tokens,
-        json_mode=json_mode,
-    )
-    turn.branch, turn.text, turn.disclaimer = fb.branch, fb.text, fb.disclaimer
-    turn.probes, turn.admitted, turn.fallback = fb.probes, fb.admitted, fb.answer
-    if fb.branch == Branch.ERROR:
-        turn.fail("fallback", fb.answer.status)
-
-
 __all__ = [
-    "DISCLAIMERS",
-    "PROMPT_VARIANTS",
     "BRANCHES",
+    "DISCLAIMERS",
+    "NOT_FOUND",
+    "PROMPT_VARIANTS",
     "FallbackAnswer",
     "FallbackTurn",
-    "Outline",
-    "Turn",
+    "Search",
     "admit",
-    "answer_turn",
     "ask_fallback",
+    "decline_text",
     "detect_language",
+    "disclaimer_for",
     "disclaimer_present",
+    "fallback_messages",
     "fallback_turn",
-    "outline",
+    "memory_schema",
     "paint",
+    "parse_reply",
+    "supported",
 ]

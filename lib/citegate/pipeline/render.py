@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from citegate.pipeline.retrieve import Candidate, RetrievalResult
 
-if TYPE_CHECKING:  # type only: fallback imports `where` from here
-    from citegate.pipeline.fallback import Turn
+if TYPE_CHECKING:  # type only: turn imports `where` from here
+    from citegate.pipeline.turn import Turn
 
 
 def where(c: Candidate) -> str:

@@ -16,7 +16,9 @@ from citegate.core.errors import MODEL_ERROR
 from citegate.core.progress import bar
 from citegate.models.embed import default_embedder
 from citegate.pipeline.compose import compose
-from citegate.pipeline.fallback import NO_ANSWER, outline_call
+from citegate.pipeline.fallback import NO_ANSWER
+from citegate.pipeline.llm_calls import CallOptions
+from citegate.pipeline.outline import outline_call
 from citegate.pipeline.retrieve import replay
 from citegate.research.models import model_client, resolve_models
 from citegate.research.traces import traces_for
@@ -57,9 +59,7 @@ def grounded_items(fq: Any, cfg: PipelineConfig, reranker: str = "none") -> list
     return out
 
 
-def answer_item(
-    client: Any, model: str, item: GroundedItem, max_tokens: int, json_mode: str
-) -> list[Answer]:
+def answer_item(client: Any, model: str, item: GroundedItem, options: CallOptions) -> list[Answer]:
     """The outline and the composed answer for one question (none when the gate bailed out)."""
     q = item.question
     base = {"model": model, "set": item.set, "qid": q.id, "language": q.language, "group": q.group}
@@ -70,8 +70,8 @@ def answer_item(
         ]
     shown = item.notes[:MAX_SOURCES]
     offered = {str(i): c.text for i, c in enumerate(shown, 1)}
-    plan = outline_call(client, q.text, shown, max_tokens=max_tokens, json_mode=json_mode)
-    written = compose(client, q.text, [c.text for c in shown], max_tokens=max_tokens)
+    plan = outline_call(client, q.text, shown, options)
+    written = compose(client, q.text, [c.text for c in shown], options)
     return [
         Answer(
             format="outline",
@@ -102,11 +102,12 @@ def run_grounded(
     """Outline and composed answers of every available model (missing models are skipped; the
     fallback study's models table says why). Every call is cached."""
     usable, _ = resolve_models(models)
+    options = CallOptions(max_tokens=max_tokens, json_mode=json_mode)
     answers: list[Answer] = []
     for name, path in usable.items():
         with model_client(name, path) as client:
             for item in bar(items, desc=f"{name} grounded", unit="q", disable=not progress):
-                answers += answer_item(client, name, item, max_tokens, json_mode)
+                answers += answer_item(client, name, item, options)
     return answers
 
 

@@ -18,6 +18,7 @@ from citegate.corpus.builds import build_id
 from citegate.corpus.questions import load_set
 from citegate.models.embed import default_embedder
 from citegate.pipeline.fallback import PROMPT_VARIANTS, fallback_turn
+from citegate.pipeline.llm_calls import CallOptions
 from citegate.research.models import model_client, resolve_models
 from citegate.research.probe import probe_search
 from citegate.research.study import sample
@@ -92,9 +93,7 @@ def run_calls(
                         it.question.text,
                         searches[it.corpus],
                         admission=cfg.fallback_admission,
-                        variant=v,
-                        max_tokens=max_tokens,
-                        json_mode=json_mode,
+                        options=CallOptions(v, max_tokens, json_mode),
                     )
                     rows.append(answer_row(it, name, fb))
                 info.append(

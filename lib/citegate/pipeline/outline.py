@@ -1,0 +1,136 @@
+"""The outline planner: an LLM over the retrieved notes that states theses, each citing notes.
+
+The planner only picks note numbers; the server writes the addresses (`turn.grounded_text`). A
+planner that finds no thesis the notes support makes the corpus *insufficient* for the turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from citegate.core.types import CallStatus, Candidate, Status
+from citegate.models.llm import ChatClient, ChatResult, LLMError, first_json_object
+from citegate.pipeline.llm_calls import (
+    DEFAULT_OPTIONS,
+    CallOptions,
+    numbered,
+    parse_lenient,
+    response_format,
+)
+
+OUTLINE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "theses": {
+            "type": "array",
+            "maxItems": 4,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string", "maxLength": 200},
+                    "notes": {"type": "array", "items": {"type": "integer"}, "maxItems": 4},
+                },
+                "required": ["text", "notes"],
+            },
+        }
+    },
+    "required": ["theses"],
+}
+
+
+@dataclass(frozen=True)
+class Outline:
+    """The planner's theses (each cites ≥ 1 note by 1-based number), parse status, calls."""
+
+    theses: tuple[str, ...]
+    cited: tuple[tuple[int, ...], ...]
+    status: str
+    calls: tuple[ChatResult, ...] = ()
+    dropped: int = 0  # note numbers cited that no note carries (fabricated, dropped by the parser)
+
+    @property
+    def outcome(self) -> Status:
+        """The status as kind (`CallStatus`) and detail."""
+        return Status.parse(self.status)
+
+
+def outline_messages(
+    question: str, notes: Sequence[Candidate], max_notes: int, chars: int
+) -> list[dict[str, str]]:
+    """The planner prompt: numbered note snippets, then the question."""
+    shown = numbered((c.text for c in notes[:max_notes]), chars)
+    system = (
+        "You plan an answer that uses ONLY the numbered notes. Reply with ONLY one JSON object: "
+        '{"theses": [{"text": string, "notes": [note numbers]}]}. Each thesis must be stated '
+        'by the notes it cites. If the notes do not answer the question, reply {"theses": []}.'
+    )
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": f"Notes:\n{shown}\n\nQuestion: {question}"},
+    ]
+
+
+def parse_outline(text: str, n_notes: int) -> tuple[Outline | None, str]:
+    """Theses that cite at least one existing note; (None, 'parse_failure: ...') on bad JSON."""
+    obj, why = parse_lenient(first_json_object, text or "")
+    if obj is None:
+        return None, f"{CallStatus.PARSE_FAILURE}: {why}"
+    items = obj.get("theses")
+    if not isinstance(items, list):
+        return None, f"{CallStatus.PARSE_FAILURE}: 'theses' must be a list"
+    theses, cited, dropped = [], [], 0
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+            continue
+        given = item.get("notes") if isinstance(item.get("notes"), list) else []
+        refs = [r for r in given if isinstance(r, int) and 1 <= r <= n_notes]
+        dropped += len({r for r in given if isinstance(r, int)} - set(refs))
+        if item["text"].strip() and refs:
+            theses.append(item["text"].strip())
+            cited.append(tuple(dict.fromkeys(refs)))
+    ok = CallStatus.OK.value
+    return Outline(tuple(theses), tuple(cited), ok, dropped=dropped), ok
+
+
+def outline_call(
+    client: ChatClient,
+    question: str,
+    notes: Sequence[Candidate],
+    options: CallOptions = DEFAULT_OPTIONS,
+    *,
+    max_notes: int = 5,
+    chars: int = 300,
+) -> Outline:
+    """Run the planner over the top notes; no notes, bad JSON or a failed call give no theses."""
+    if not notes:
+        return Outline((), (), CallStatus.NO_NOTES.value)
+    shown = list(notes[:max_notes])
+    fmt = response_format(client, OUTLINE_SCHEMA, options.json_mode)
+    try:
+        res = client.structured(
+            outline_messages(question, shown, max_notes, chars),
+            lambda t: parse_outline(t, len(shown)),
+            max_tokens=options.max_tokens,
+            response_format=fmt,
+        )
+    except LLMError as exc:
+        return Outline((), (), f"{CallStatus.LLM_ERROR}: {exc}")
+    if res.value is None:
+        return Outline((), (), res.status, res.calls)
+    return Outline(res.value.theses, res.value.cited, res.status, res.calls, res.value.dropped)
+
+
+def outline(client: ChatClient, question: str, notes: Sequence[Candidate]) -> list[str]:
+    """The planner's theses over the notes; an empty list means `corpus_insufficient`."""
+    return list(outline_call(client, question, notes).theses)
+
+
+__all__ = [
+    "OUTLINE_SCHEMA",
+    "Outline",
+    "outline",
+    "outline_call",
+    "outline_messages",
+    "parse_outline",
+]

@@ -1,0 +1,195 @@
+"""The branches of a turn (`answer_turn`) against a scripted stdlib HTTP stub speaking
+/v1/chat/completions through the real openai SDK, with retrieval faked: grounded, fallback,
+decline, the per-call fallback switch, and model errors (planner, fallback, a dying server)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import MEMORY_REPLY, verse
+from llm_stub import DOWN, Stub, reply, stub_server
+
+from citegate.core.config import PipelineConfig
+from citegate.core.types import Candidate, RetrievalResult
+from citegate.models.llm import ChatClient
+from citegate.pipeline import fallback as F
+from citegate.pipeline import turn as T
+
+EN = F.DISCLAIMERS["en"]
+
+
+def client_for(stub: Stub, tmp_path: Path) -> ChatClient:
+    """A chat client of the stub with its own cache."""
+    return ChatClient("stub-model", stub.base_url, cache_path=tmp_path / "llm.sqlite")
+
+
+class FakeRetrieval:
+    """Stands in for `retrieve`: the question gets `decision` and `notes`; a probe gets `hits`.
+    Counts every call, so a test can see whether anything was searched again."""
+
+    def __init__(
+        self, decision: str, notes: Sequence[Candidate] = (), hits: Sequence[Candidate] = ()
+    ) -> None:
+        self.decision, self.notes, self.hits = decision, tuple(notes), tuple(hits)
+        self.calls: list[str] = []
+
+    def __call__(self, conn: Any, text: str, cfg: Any, emb: Any, rr: Any) -> RetrievalResult:
+        first = not self.calls
+        self.calls.append(text)
+        notes = self.notes if first else self.hits
+        return RetrievalResult(notes, self.decision if first else "answer", (), None)  # type: ignore[arg-type]
+
+
+def turn(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    replies: list[tuple[int, dict[str, Any]]],
+    fake: FakeRetrieval,
+    question: str = "Who doubts Krishna?",
+    cfg: PipelineConfig | None = None,
+    **kw: Any,
+) -> tuple[T.Turn, list[dict[str, Any]], ChatClient]:
+    monkeypatch.setattr(T, "retrieve", fake)
+    with stub_server(replies) as stub:
+        client = client_for(stub, tmp_path)
+        t = T.answer_turn(None, question, cfg or PipelineConfig(), None, None, client, **kw)  # type: ignore[arg-type]
+    return t, [r["body"] for r in stub.requests], client
+
+
+def test_malformed_json_still_completes_with_painted_disclaimer(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = FakeRetrieval("insufficient")
+    t, requests, client = turn(
+        monkeypatch, tmp_path, [reply('{"in_scope": true, "answer": "Arjuna, }')], fake
+    )
+    assert t.branch == "fallback" and t.corpus_insufficient and t.reason == "gate: bail out"
+    assert t.fallback is not None and t.fallback.status.startswith("parse_failure")
+    assert len(requests) == 2  # the reply and one repair; the gate's bail-out skipped the outline
+    assert client.usage.parse_failures == 1 and t.usage["calls"] == 2
+    assert t.text.startswith(EN) and t.disclaimer == EN and F.disclaimer_present(t.text, "en")[0]
+    assert fake.calls == ["Who doubts Krishna?"]  # no probes parsed: nothing searched again
+
+
+def test_dropped_disclaimer_is_painted_anyway(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = FakeRetrieval("insufficient", hits=[verse(7, 0.5), verse(8, 0.4999)])
+    dropped = {**MEMORY_REPLY, "disclaimer": ""}
+    t, requests, _ = turn(monkeypatch, tmp_path, [reply(dropped)], fake)
+    assert t.fallback is not None and t.fallback.status == "ok"
+    assert F.disclaimer_present(t.fallback.model_text, "en") == (False, False)
+    assert t.branch == "fallback" and t.text == f"{EN}\n\nArjuna doubts."
+    assert fake.calls[1:] == MEMORY_REPLY["search_queries"]  # every probe searched once
+    assert [c.fragment_id for c in t.admitted] == [7]  # cosine 0.5 admitted, 0.4999 not
+    body = requests[0]
+    assert body["response_format"]["type"] == "json_object" and "schema" in body["response_format"]
+    assert body["max_tokens"] == 160
+
+
+def test_out_of_scope_declines_without_searching_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = FakeRetrieval("insufficient", hits=[verse(1, 0.9)])
+    t, _, _ = turn(
+        monkeypatch,
+        tmp_path,
+        [reply({**MEMORY_REPLY, "in_scope": False})],
+        fake,
+        "Как испечь хлеб?",
+    )
+    assert t.branch == "decline" and t.lang == "ru" and t.text == F.decline_text("ru")
+    assert t.disclaimer == "" and t.probes == () and t.admitted == ()
+    assert len(fake.calls) == 1  # only the question itself was retrieved
+
+
+def test_empty_outline_sets_corpus_insufficient(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = FakeRetrieval("answer", notes=[verse(1, 0.8)], hits=[verse(2, 0.6)])
+    t, requests, _ = turn(monkeypatch, tmp_path, [reply({"theses": []}), reply(MEMORY_REPLY)], fake)
+    assert t.corpus_insufficient and t.reason == "outline: no theses" and t.branch == "fallback"
+    assert t.outline_status == "ok" and len(requests) == 2
+    assert "Notes:\n[1] note 1 text" in requests[0]["messages"][1]["content"]
+
+
+def test_outline_with_theses_is_grounded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fake = FakeRetrieval("weak", notes=[verse(1, 0.8), verse(2, 0.7)])
+    plan = {
+        "theses": [
+            {"text": "The self is eternal.", "notes": [2, 9]},
+            {"text": "Uncited.", "notes": []},
+        ]
+    }
+    t, requests, _ = turn(monkeypatch, tmp_path, [reply(plan)], fake)
+    assert t.branch == "grounded" and not t.corpus_insufficient and t.fallback is None
+    assert t.theses == ("The self is eternal.",) and t.text == "- The self is eternal. [BG 2.2]"
+    assert len(requests) == 1 and t.disclaimer == ""
+
+
+def test_fallback_switch_per_call_overrides_the_config(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    off = PipelineConfig(enable_corpus_fallback=False)
+    t, requests, _ = turn(
+        monkeypatch, tmp_path, [reply(MEMORY_REPLY)], FakeRetrieval("insufficient"), cfg=off
+    )
+    assert t.branch == "decline" and t.text == F.NOT_FOUND["en"] and requests == []
+    t, requests, _ = turn(
+        monkeypatch,
+        tmp_path,
+        [reply(MEMORY_REPLY)],
+        FakeRetrieval("insufficient"),
+        cfg=off,
+        enable_fallback=True,
+    )
+    assert t.branch == "fallback" and len(requests) == 1
+    t, requests, _ = turn(
+        monkeypatch,
+        tmp_path,
+        [reply(MEMORY_REPLY)],
+        FakeRetrieval("insufficient"),
+        enable_fallback=False,
+    )
+    assert t.branch == "decline" and requests == []
+
+
+def test_a_failing_planner_is_a_model_error_not_an_insufficient_corpus(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = FakeRetrieval("answer", notes=[verse(1, 0.8)])
+    t, requests, _ = turn(monkeypatch, tmp_path, [DOWN], fake, "Почему Арджуна не хочет сражаться?")
+    assert t.outline_status.startswith("llm_error") and t.branch == "error"
+    assert not t.corpus_insufficient and "no theses" not in t.reason
+    assert t.model_error.startswith("outline planner: chat call") and "HTTP 500" in t.model_error
+    assert t.reason == f"model error ({t.model_error})"
+    assert t.fallback is None and len(requests) == 1  # the fallback is not asked
+    assert t.text == "" and t.disclaimer == ""
+
+
+def test_a_failing_fallback_call_is_a_model_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = FakeRetrieval("insufficient", hits=[verse(1, 0.9)])
+    t, requests, _ = turn(monkeypatch, tmp_path, [DOWN], fake)
+    assert t.branch == "error" and t.model_error.startswith("fallback: chat call")
+    assert t.fallback is not None and t.fallback.status.startswith("llm_error")
+    assert t.text == "" and t.probes == () and fake.calls == ["Who doubts Krishna?"]
+    assert len(requests) == 1
+
+
+def test_a_server_that_dies_mid_turn_is_a_model_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(T, "retrieve", FakeRetrieval("answer", notes=[verse(1, 0.8)]))
+    with stub_server([reply({"theses": []})], die_after=1) as stub:
+        client = ChatClient(
+            "stub-model", stub.base_url, cache_path=tmp_path / "c.sqlite", max_retries=0
+        )
+        t = T.answer_turn(None, "Who doubts?", PipelineConfig(), None, None, client)  # type: ignore[arg-type]
+    assert t.outline_status == "ok" and t.theses == ()  # the planner answered: nothing supports it
+    assert t.branch == "error" and "Connection" in t.model_error  # then the fallback's server died
+    assert t.model_error.startswith("fallback:")
