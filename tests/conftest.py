@@ -19,7 +19,8 @@ import yaml
 from citegate.core.types import Candidate
 from citegate.pipeline.fallback import DISCLAIMERS
 from citegate.store import db
-from citegate.tracking import promote as P
+from citegate.tracking.promote import guards as promote_guards
+from citegate.tracking.promote import production_file
 
 _candidate_ids = itertools.count(1)
 
@@ -161,9 +162,9 @@ def promote_env(tmp_path: Path, demo_db: str, monkeypatch: pytest.MonkeyPatch) -
     # A fixed coverage-gate production (version 2 as shipped before the learned gate), not the
     # committed file: what these tests promote against must not change with each promotion.
     shutil.copy(Path(__file__).parent / "fixtures" / "production_coverage.yaml", prod)
-    monkeypatch.setattr(P, "PRODUCTION", prod)
-    guards = yaml.safe_load(P.GUARDS.read_text(encoding="utf-8"))
+    monkeypatch.setattr(production_file, "PRODUCTION", prod)
+    guards = yaml.safe_load(promote_guards.GUARDS.read_text(encoding="utf-8"))
     guards["evaluation"]["limit"] = 6
     (tmp_path / "guards.yaml").write_text(yaml.safe_dump(guards), encoding="utf-8")
-    monkeypatch.setattr(P, "GUARDS", tmp_path / "guards.yaml")
+    monkeypatch.setattr(promote_guards, "GUARDS", tmp_path / "guards.yaml")
     return prod

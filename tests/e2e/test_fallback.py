@@ -167,7 +167,8 @@ def test_ask_answer_shows_the_branch(
 def test_notebook_04_runs_with_tiny_parameters(
     demo_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from citegate.tracking.runner import load_spec, run_experiment
+    from citegate.tracking.runner import run_experiment
+    from citegate.tracking.spec import load_spec
 
     monkeypatch.setenv("DATABASE_URL", demo_db)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")

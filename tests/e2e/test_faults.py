@@ -25,7 +25,8 @@ from citegate.models.cache import DiskCache
 from citegate.models.embed import default_embedder
 from citegate.store import db
 from citegate.store.ingest import ingest_corpus
-from citegate.tracking.runner import load_spec, run_experiment
+from citegate.tracking.runner import run_experiment
+from citegate.tracking.spec import load_spec
 
 pytestmark = [pytest.mark.slow, pytest.mark.db]
 

@@ -13,6 +13,7 @@ import pytest
 
 from citegate.cli import main
 from citegate.core import paths
+from citegate.core.config import read_production
 from citegate.core.errors import ConfigError
 from citegate.core.fragments import Fragment
 from citegate.models import gate_model as gm
@@ -20,8 +21,8 @@ from citegate.models.embed import default_embedder
 from citegate.pipeline import decide as D
 from citegate.store import load_production_config
 from citegate.store.ingest import ingest
-from citegate.tracking import promote as P
-from citegate.tracking.runner import load_spec, run_experiment
+from citegate.tracking.runner import run_experiment
+from citegate.tracking.spec import load_spec
 
 # The tiny profile has ~8 calibration negatives per kind: no threshold is certifiable at the
 # shipped alpha (0 of 8 already bounds the rate at 0.37), so this plumbing test asks for 0.5.
@@ -55,7 +56,7 @@ def test_experiment_05_gate_is_promoted_and_answers_in_ask(
     printed = capsys.readouterr().out
     assert rc == 0, printed
     assert "certificate out_of_corpus: bound" in printed
-    doc = P.read_production(env)["pipeline"]
+    doc = read_production(env)["pipeline"]
     assert doc["gate"] == "learned" and doc["gate_model_digest"] == gm.file_digest(made)
     model_file = env.parent / doc["gate_model"]
     assert model_file.read_bytes() == made.read_bytes()

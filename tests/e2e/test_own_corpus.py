@@ -14,7 +14,7 @@ from citegate.core import paths
 from citegate.core.errors import ConfigError
 from citegate.corpus.builds import import_folder
 from citegate.corpus.questions import load_set
-from citegate.tracking.runner import (
+from citegate.tracking.spec import (
     ExperimentSpec,
     NotebookParam,
     corpus_overrides,

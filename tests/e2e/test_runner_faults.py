@@ -16,7 +16,8 @@ from citegate.cli import main
 from citegate.core import paths
 from citegate.core.errors import ConfigError
 from citegate.tracking.recorder import Recorder
-from citegate.tracking.runner import RunOutcome, load_spec, run_experiment, run_folder
+from citegate.tracking.runner import RunOutcome, run_experiment, run_folder
+from citegate.tracking.spec import load_spec
 
 PROBE = Path(__file__).parents[1] / "fixtures" / "notebooks" / "probe.ipynb"
 FAKE_KEY = "sk-fake-Qm3Zt81PLEASEneverLOGme"

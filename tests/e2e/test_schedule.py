@@ -14,8 +14,9 @@ import yaml
 from citegate.cli import main
 from citegate.core import paths
 from citegate.core.errors import ConfigError
-from citegate.tracking.runner import ExperimentSpec, RunOutcome, load_spec, run_experiment
+from citegate.tracking.runner import RunOutcome, run_experiment
 from citegate.tracking.schedule import Finished, lanes_of, run_scheduled, summary
+from citegate.tracking.spec import ExperimentSpec, load_spec
 
 PROBE = Path(__file__).parents[1] / "fixtures" / "notebooks" / "probe.ipynb"
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from citegate.cli import main
-from citegate.core.config import PipelineConfig, accepted_metrics, save_config
+from citegate.core.config import PipelineConfig, accepted_metrics, read_production, save_config
 from citegate.core.errors import ConfigError
 from citegate.evaluation import metrics as M
 from citegate.models.gate_model import LearnedGate
@@ -22,8 +22,9 @@ from citegate.models.ltr.fit import model_factories
 from citegate.models.ltr.model import LTRReranker
 from citegate.store import load_production_config
 from citegate.tracking import promote as P
-from citegate.tracking import promote_report
-from citegate.tracking.promote_report import render
+from citegate.tracking.promote import guards as promote_guards
+from citegate.tracking.promote import production_file, registry
+from citegate.tracking.promote.report import describe_metric, render
 
 
 @pytest.fixture()
@@ -59,7 +60,9 @@ def crafted_run(
         changes = {"gate": "learned", "gate_model": "gate_model.json", "gate_model_digest": digest}
     if why is not None:
         (folder / "recommendation.json").write_text(json.dumps(why), encoding="utf-8")
-    cfg = PipelineConfig.from_dict(P.read_production(P.PRODUCTION)["pipeline"]).replace(**changes)
+    cfg = PipelineConfig.from_dict(read_production(production_file.PRODUCTION)["pipeline"]).replace(
+        **changes
+    )
     save_config(cfg, folder / "recommended_config.yaml")
     with mlflow.start_run() as run:
         mlflow.set_tags({"experiment": "03_gate_roc", "git_commit": "abc123", **tags})
@@ -70,12 +73,12 @@ def crafted_run(
 @pytest.mark.db
 def test_accept_refuse_force_and_rollback(env: Path, tmp_path: Path) -> None:
     original = env.read_bytes()
-    v0 = P.read_production(env)["version"]
+    v0 = read_production(env)["version"]
     harmless = P.promote(crafted_run(tmp_path, fallback_admission=0.55))
     assert harmless.accepted and not harmless.forced
     assert [c[0] for c in harmless.changes] == ["fallback_admission"]
     after_first = env.read_bytes()
-    doc = P.read_production(env)
+    doc = read_production(env)
     assert doc["version"] == v0 + 1
     assert doc["pipeline"]["fallback_admission"] == 0.55
     assert doc["provenance"]["source_run"] and "recall_at_16" in doc["accepted_on"]
@@ -91,9 +94,9 @@ def test_accept_refuse_force_and_rollback(env: Path, tmp_path: Path) -> None:
         P.promote(crafted_run(tmp_path, pre_floor=0.99), force=True)
     forced = P.promote(crafted_run(tmp_path, pre_floor=0.99), force=True, reason="test override")
     assert forced.accepted and forced.forced
-    assert P.read_production(env)["provenance"]["forced"] is True
+    assert read_production(env)["provenance"]["forced"] is True
 
-    client = P._client()
+    client = registry._client()
     prod_v = client.get_model_version_by_alias(P.REGISTERED_NAME, "production").version
     prev_v = client.get_model_version_by_alias(P.REGISTERED_NAME, "previous").version
     assert int(prod_v) > int(prev_v)
@@ -136,7 +139,7 @@ def test_a_learned_gate_is_promoted_with_its_model_and_answers_in_ask(
     env: Path, tmp_path: Path, demo: psycopg.Connection, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = env.read_bytes()
-    prod = P.read_production(env)["pipeline"]
+    prod = read_production(env)["pipeline"]
     # Answers only where production's coverage gate also answers (max cosine ≥ good_enough, the
     # higher threshold) and ranks questions as max cosine does: no guard can get worse.
     top = max(prod["sufficient_score"], prod["good_enough_score"])
@@ -146,7 +149,7 @@ def test_a_learned_gate_is_promoted_with_its_model_and_answers_in_ask(
     assert decision.accepted and not decision.forced, P.summary(decision)
     assert [c.ok for c in decision.certificate] == [True, True]
     assert "certificate out_of_corpus: bound 0.0310 ≤ alpha 0.05" in P.summary(decision)
-    doc = P.read_production(env)["pipeline"]
+    doc = read_production(env)["pipeline"]
     assert doc["gate"] == "learned" and doc["gate_model_digest"] == digest
     assert doc["gate_model"] == f"models/gate-{digest[:12]}.json"
     model_file = env.parent / doc["gate_model"]
@@ -228,7 +231,7 @@ def test_an_ltr_reranker_is_promoted_with_its_model_file(
     assert not (env.parent / "models" / f"ltr-{ltr.version}.json").exists()  # a dry run writes none
     decision = P.promote(run, force=True, reason="random ranking: test only")
     assert decision.accepted
-    doc = P.read_production(env)["pipeline"]
+    doc = read_production(env)["pipeline"]
     assert doc["reranker_model"] == f"models/ltr-{ltr.version}.json"
     assert doc["reranker_model_digest"] == ltr.digest
     model_file = env.parent / doc["reranker_model"]
@@ -317,7 +320,7 @@ def test_metrics_per_language_are_reported() -> None:
     assert out["answer_rate.en"]["value"] == 1.0 and out["answer_rate.ru"]["value"] == 0.2
     assert out["false_answer_rate.out_of_corpus.ru"]["value"] == 0.5
     assert "recall_at_16.ru" in out and "gate_auroc.out_of_scope" not in out
-    assert "language ru" in promote_report.describe_metric("answer_rate.ru")
+    assert "language ru" in describe_metric("answer_rate.ru")
 
 
 def test_gate_auroc_interval_resamples_question_groups() -> None:
@@ -356,7 +359,7 @@ def test_a_guard_on_an_unmeasured_metric_is_a_config_error() -> None:
     ],
 )
 def test_guards_file_names_what_it_measures(tmp_path: Path, metric: str, message: str) -> None:
-    doc = yaml.safe_load(P.GUARDS.read_text(encoding="utf-8"))
+    doc = yaml.safe_load(promote_guards.GUARDS.read_text(encoding="utf-8"))
     doc["guards"].append({"metric": metric, "better": "lower", "tolerance": 0.1})
     (tmp_path / "g.yaml").write_text(yaml.safe_dump(doc), encoding="utf-8")
     with pytest.raises(ConfigError, match=message):
@@ -369,7 +372,7 @@ def test_summary_and_report_show_every_metric_with_what_it_is() -> None:
     measured = P.compute_metrics(rows, n_boot=20)
     _, guards = P.load_guards()
     accepted, results = P.decide(guards, measured, measured, False, "")
-    decision = P.Decision(accepted, False, "", [], measured, measured, results)
+    decision = P.PromotionDecision(accepted, False, "", [], measured, measured, results)
     text = P.summary(decision)
     assert "false_answer_rate.out_of_corpus " in text and "false_answer_rate.pooled" in text
     assert "(reported, not guarded)" in text and "Wilson" in text
@@ -390,7 +393,7 @@ def test_a_new_production_file_holds_per_kind_names() -> None:
 
 
 def _write(tmp_path: Path, **changes: object) -> Path:
-    doc = yaml.safe_load(P.PRODUCTION.read_text(encoding="utf-8"))
+    doc = yaml.safe_load(production_file.PRODUCTION.read_text(encoding="utf-8"))
     doc.update(changes)
     for k in [k for k, v in changes.items() if v is _DROP]:
         del doc[k]
@@ -403,10 +406,10 @@ _DROP = object()
 
 
 def test_version_2_file_reads_with_pooled_names_made_explicit() -> None:
-    doc = P.read_production(P.PRODUCTION)
+    doc = read_production(production_file.PRODUCTION)
     if (
         "false_answer_rate"
-        in yaml.safe_load(P.PRODUCTION.read_text(encoding="utf-8"))["accepted_on"]
+        in yaml.safe_load(production_file.PRODUCTION.read_text(encoding="utf-8"))["accepted_on"]
     ):
         assert "false_answer_rate.pooled" in doc["accepted_on"]
         assert "gate_auroc.pooled" in doc["accepted_on"]
@@ -436,7 +439,7 @@ def test_production_file_refuses_what_it_cannot_mean(
 ) -> None:
     path = _write(tmp_path, **changes)
     with pytest.raises(ConfigError, match=message) as err:
-        P.read_production(path)
+        read_production(path)
     assert str(path) in str(err.value)
     with pytest.raises(ConfigError, match=message):
         load_production_config(path)  # refused before any database is touched
@@ -483,10 +486,10 @@ def test_a_run_failed_in_mlflow_is_never_promoted(env: Path, tmp_path: Path) -> 
 def test_a_promotion_after_a_rollback_never_reuses_a_version_number(
     env: Path, tmp_path: Path
 ) -> None:
-    v0 = P.read_production(env)["version"]
+    v0 = read_production(env)["version"]
     assert P.promote(crafted_run(tmp_path, fallback_admission=0.55)).accepted
-    assert P.read_production(env)["version"] == v0 + 1
+    assert read_production(env)["version"] == v0 + 1
     P.rollback()
-    assert P.read_production(env)["version"] == v0
+    assert read_production(env)["version"] == v0
     assert P.promote(crafted_run(tmp_path, fallback_admission=0.56)).accepted
-    assert P.read_production(env)["version"] == v0 + 2  # not a second, different "v0 + 1"
+    assert read_production(env)["version"] == v0 + 2  # not a second, different "v0 + 1"

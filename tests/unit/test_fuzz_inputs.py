@@ -30,7 +30,7 @@ from citegate.core.redact import mask_url
 from citegate.corpus.beir import Problems, read_documents, read_queries, read_questions_file
 from citegate.pipeline.plan import clean_question
 from citegate.store.db import connect_error
-from citegate.tracking.runner import SPEC_KEYS, load_spec
+from citegate.tracking.spec import SPEC_KEYS, load_spec
 
 FUZZ = settings(
     max_examples=500,

@@ -6,6 +6,7 @@ import argparse
 
 from citegate.core.errors import ConfigError
 from citegate.tracking import promote as P
+from citegate.tracking.promote import production_file
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
@@ -14,7 +15,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
         restored, replaced = P.rollback()
         print(
             f"rolled back: registry version {restored} is production again (was {replaced}); "
-            f"{P.PRODUCTION} restored byte for byte"
+            f"{production_file.PRODUCTION} restored byte for byte"
         )
         return 0
     if args.latest:

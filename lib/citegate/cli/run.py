@@ -15,16 +15,9 @@ from tqdm import tqdm
 from citegate.core import paths
 from citegate.core.errors import ConfigError
 from citegate.models.embed import default_embedder_id
-from citegate.tracking.runner import (
-    ExperimentSpec,
-    RunOutcome,
-    corpus_facts,
-    format_checks,
-    load_spec,
-    run_experiment,
-    with_corpus,
-)
+from citegate.tracking.runner import RunOutcome, format_checks, run_experiment
 from citegate.tracking.schedule import Finished, run_scheduled, summary
+from citegate.tracking.spec import ExperimentSpec, corpus_facts, load_spec, with_corpus
 
 
 def parse_sets(pairs: list[str]) -> dict[str, Any]:
@@ -50,8 +43,9 @@ def dry_run(
     overrides: dict[str, Any],
     corpus: str | None = None,
 ) -> str:
-    """What would run: notebook, parameters, pipeline config, expectations. The spec's parameters
-    were checked against the notebook when it was loaded; the overrides are checked here."""
+    """What would run: notebook, effective parameters (the notebook's defaults under the spec's,
+    the profile's and the overrides), pipeline config, expectations. The spec's parameters were
+    checked against the notebook when it was loaded; the overrides are checked here."""
     params = spec.resolved(profile, with_corpus(spec, corpus, overrides))
     cfg = spec.config(default_embedder_id(), params)
     lines = [
@@ -63,7 +57,7 @@ def dry_run(
         f"  timeout   {spec.timeout_s:g} s per notebook cell",
         "  parameters:",
     ]
-    lines += [f"    {k} = {v!r}" for k, v in params.items()]
+    lines += [f"    {k} = {v!r}" for k, v in spec.effective(params).items()]
     lines.append(
         f"  pipeline config (overrides of the {spec.config_name(params)} config): "
         + (", ".join(f"{k}={v}" for k, v in spec.pipeline.items()) or "none")

@@ -24,7 +24,8 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from citegate.core.progress import PROGRESS_FILE, clock, read_state
-from citegate.tracking.runner import ExperimentSpec, RunOutcome
+from citegate.tracking.runner import RunOutcome
+from citegate.tracking.spec import ExperimentSpec
 
 Runner = Callable[[ExperimentSpec, Callable[[Path], None]], RunOutcome]
 

@@ -1,18 +1,21 @@
 """The promotion report a reviewer reads: the diff, guard metrics side by side with 95% CIs, and
-the decision, as one self-contained HTML page (figure embedded)."""
+the decision, as one self-contained HTML page (figure embedded); and the decision for the
+terminal (`summary`) and for machines (`as_json`)."""
 
 from __future__ import annotations
 
 import base64
 import html
 import io
-from typing import TYPE_CHECKING, Any
+import json
+from dataclasses import asdict
+from typing import Any
 
-if TYPE_CHECKING:  # the report renders promote's Decision; promote imports this module
-    from citegate.tracking.promote import Decision
+from citegate.tracking.promote.decision import PromotionDecision
+from citegate.tracking.promote.production_file import format_diff
 
 
-def _figure(decision: Any) -> str:
+def _figure(decision: PromotionDecision) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -61,7 +64,7 @@ def _metric_row(
     )
 
 
-def render(decision: Any, facts: dict[str, Any]) -> str:
+def render(decision: PromotionDecision, facts: dict[str, Any]) -> str:
     """The full HTML page."""
     esc = html.escape
     verdict = "ACCEPTED" if decision.accepted else "REFUSED"
@@ -119,10 +122,10 @@ guard is worse than production beyond its tolerance.</p>
 </body></html>"""
 
 
-def _certificate_section(decision: Any) -> str:
+def _certificate_section(decision: PromotionDecision) -> str:
     """The certified false-answer bounds of the recommendation, one row per kind (empty when the
     recommendation certifies nothing)."""
-    checks = getattr(decision, "certificate", [])
+    checks = decision.certificate
     if not checks:
         return ""
     rows = "".join(
@@ -162,7 +165,70 @@ def describe_metric(name: str) -> str:
     return f"{text}, language {lang}" if lang else text
 
 
-def reported_metrics(decision: Decision) -> list[str]:
+def reported_metrics(decision: PromotionDecision) -> list[str]:
     """Metrics either side measured that no guard covers, sorted."""
     guarded = {g.metric for g, _ in decision.guards}
     return sorted((set(decision.candidate) | set(decision.production)) - guarded)
+
+
+def summary(decision: PromotionDecision) -> str:
+    """The diff, the guard table (then every reported metric) and the decision, for the terminal."""
+    names = [g.metric for g, _ in decision.guards] + reported_metrics(decision)
+    width = max([len("metric"), *map(len, names)])
+    lines = [
+        "config changes (production → candidate):",
+        format_diff(decision.changes),
+        "",
+        f"{'metric':<{width}} {'production':>28} {'candidate':>28}  result",
+    ]
+    for g, ok in decision.guards:
+        p, c = decision.production[g.metric], decision.candidate[g.metric]
+        lines.append(
+            f"{g.metric:<{width}} {_ci(p):>28} {_ci(c):>28}  "
+            f"{'OK' if ok else 'WORSE'} ({g.better} is better, tol {g.tolerance})"
+        )
+    for m in reported_metrics(decision):
+        p, c = decision.production.get(m), decision.candidate.get(m)
+        lines.append(f"{m:<{width}} {_ci(p):>28} {_ci(c):>28}  (reported, not guarded)")
+    verdict = "ACCEPTED" if decision.accepted else "REFUSED"
+    if decision.forced:
+        verdict += f" (forced: {decision.reason})"
+    if decision.certificate:
+        lines += ["", *(c.line() for c in decision.certificate)]
+    fails = decision.certificate_fails
+    if fails:
+        kinds = ", ".join(c.kind for c in fails)
+        verdict += f": the certified false-answer bound exceeds alpha for {kinds} (not forceable)"
+    lines += [
+        "",
+        "rates: Wilson 95% intervals; gate_auroc: 95% bootstrap over question groups; n in ()",
+        f"decision: {verdict}",
+    ]
+    return "\n".join(lines)
+
+
+def _ci(v: dict[str, float] | None) -> str:
+    if v is None:
+        return "(not measured)"
+    n = f" ({int(v['n'])})" if "n" in v else ""
+    return f"{v['value']:.3f} [{v['low']:.3f}, {v['high']:.3f}]{n}"
+
+
+def as_json(decision: PromotionDecision) -> str:
+    """The decision as JSON (for machines)."""
+    return json.dumps(
+        {
+            "accepted": decision.accepted,
+            "forced": decision.forced,
+            "reason": decision.reason,
+            "changes": decision.changes,
+            "candidate": decision.candidate,
+            "production": decision.production,
+            "guards": [{"metric": g.metric, "ok": ok} for g, ok in decision.guards],
+            "certificate": [
+                {**asdict(c), "ok": c.ok, "line": c.line()} for c in decision.certificate
+            ],
+        },
+        indent=2,
+        default=str,
+    )
