@@ -1,7 +1,7 @@
 """`PipelineConfig`: every threshold and knob of the pipeline in one typed object, and the two
 configs that have names.
 
-- `DESIGN = PipelineConfig()`: the dataclass defaults are the *design* numbers (DESIGN.md), the
+- `DESIGN = PipelineConfig()`: the dataclass defaults are the *design* numbers (each field's comment below says what it means), the
   values the pipeline was designed with and the shipped experiments were measured on. They are not
   production.
 - *Production* is `experiments/production.yaml` (`PRODUCTION`), written only by `citegate promote`:
@@ -55,7 +55,7 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    """All thresholds of retrieval, coverage gate and fallback (see DESIGN.md for their meaning)."""
+    """All thresholds of retrieval, coverage gate and fallback (each field's comment says its meaning)."""
 
     corpora: tuple[str, ...] = ("gita",)
     lane_k: int = 40  # depth of every lane, per sub-question and kind group
@@ -247,7 +247,7 @@ _POS_KEYS = ("lane_k", "cap", "rerank_top_k", "rrf_k", "rrf_top_k", "rrf_context
 _NN_KEYS = ("reserve_verses", "reserve_library", "sufficient_lectures", "workers")
 _DEFAULTS = PipelineConfig.__dataclass_fields__
 
-DESIGN = PipelineConfig()  # the design numbers (DESIGN.md): not production, see read_production
+DESIGN = PipelineConfig()  # the design numbers: not production, see read_production
 
 
 def _threshold_problems(lang: Any, over: Any) -> list[str]:
