@@ -131,9 +131,9 @@ def test_sweep_logs_nested_child_runs(tmp_path: Path, tracking: str) -> None:
 SHIPPED = sorted(
     [*paths.EXPERIMENTS.glob("[0-9][0-9]_*.yaml"), *paths.EXPERIMENTS.glob("arms/*.yaml")]
 )
-# Notebook 04 needs the local LLM server; tests/e2e/test_fallback.py runs it at its tiny profile
+# Notebook 04 needs the local LLM server; tests/e2e/test_fallback_llm.py runs it at its tiny profile
 # with checks of its own.
-RUN_ELSEWHERE = {"04_fallback_disclaimer": "runs in tests/e2e/test_fallback.py"}
+RUN_ELSEWHERE = {"04_fallback_disclaimer": "runs in tests/e2e/test_fallback_llm.py"}
 
 
 @pytest.mark.db
