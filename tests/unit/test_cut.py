@@ -223,6 +223,7 @@ def test_outcome_enums_keep_the_recorded_strings() -> None:
         "unused:later_round",
         "dropped:not_fused",
         "dropped:context_cap",
+        "kept:grouped",
     ]
     assert all(s.step == str(s).split(":")[-1] for s in Stage)
     assert list(Decision) == ["answer", "insufficient", "weak"]

@@ -45,6 +45,8 @@ COLLECTION_KEYS = (
 # Gate kinds: coverage (max cosine, the design), two_scale (the related design, rrf_hybrid arm
 # only), learned (a `citegate.models.gate_model.LearnedGate` file decides the final answer).
 GATES = ("coverage", "two_scale", "learned")
+# When the second fanout round runs (`PipelineConfig.fanout`).
+FANOUTS = ("gate", "always")
 # Languages a question can be told as (the values of `citegate.core.text.script_language`, the rule
 # the gate uses): the keys `language_thresholds` accepts.
 LANGUAGES = ("en", "hi", "ru")
@@ -71,6 +73,13 @@ class PipelineConfig:
     cap: int = 60  # keep the top N by cosine before rerank
     rerank_top_k: int = 16  # keep the top K by rerank *rank*
     rerank_sweep_floor: float = 0.0  # rerank every candidate at/above this cosine (exact replays)
+    # Verses the question names spelled out ("Chapter 2, Verse 13", "Глава 2, стих 13", "अध्याय २,
+    # श्लोक १३") are pinned like a canonical "BG 2.13" (the named lane; off: only canonical ones).
+    pin_named_verses: bool = False
+    # One note per verse: the passages of one verse address (its translations) form one group
+    # that takes one cap place and one top-k slot; the note shows the group's best-ranked passage
+    # and cites the rest through it, so distinct verses fill the slots. Off: one note per passage.
+    verse_notes: bool = False
     reserve_verses: int = 2  # at least this many verses in the final notes ...
     reserve_library: int = 2  # ... and this many other library passages ...
     reserve_floor: float = 0.40  # ... each with cosine at least this
@@ -80,6 +89,10 @@ class PipelineConfig:
     good_enough_score: float = 0.65  # early exit: max cosine >= this
     bail_out_score: float = 0.40  # corpus insufficient: max cosine < this
     max_fanout_rounds: int = 2
+    # FANOUTS: gate (the coverage gate's verdict on round one decides whether round two runs) |
+    # always (every round up to max_fanout_rounds: the lanes of both rounds run in one statement
+    # at collection anyway, so round two costs no retrieve time, only the cut).
+    fanout: str = "gate"
     fallback_admission: float = 0.5  # fallback probes admit chunks with cosine >= this
     enable_corpus_fallback: bool = True
     arm: str = "production"  # pipeline variant: production | rrf_hybrid (comparison arm)
@@ -141,6 +154,8 @@ class PipelineConfig:
             out.append("corpora must name at least one corpus")
         if self.arm not in ("production", "rrf_hybrid"):
             out.append(f"arm must be production or rrf_hybrid, got {self.arm!r}")
+        if self.fanout not in FANOUTS:
+            out.append(f"fanout must be one of {', '.join(FANOUTS)}, got {self.fanout!r}")
         if self.gate not in GATES:
             out.append(f"gate must be one of {', '.join(GATES)}, got {self.gate!r}")
         if self.gate == "two_scale" and self.arm != "rrf_hybrid":

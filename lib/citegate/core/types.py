@@ -25,6 +25,11 @@ from typing import Any
 
 # Lanes whose hits pass the cosine pre-floor whatever their cosine (lane tags start with these).
 FORCING_LANES = ("lexical", "address")
+# A verse the question names spelled out ("Chapter 2, Verse 13", "Глава 2, стих 13", "अध्याय २,
+# श्लोक १३"): collected always, seen by a replay only when `PipelineConfig.pin_named_verses` is on.
+NAMED_LANE = "address:named"
+# Lanes whose hits the user asked for by address: they also pass the cap and rank first.
+PINNING_LANES = ("address:exact", NAMED_LANE)
 
 
 # --------------------------------------------------------------------------- query plan
@@ -91,9 +96,10 @@ class Candidate:
 
     @cached_property
     def pinned(self) -> bool:
-        """Named by a canonical address in the question ("BG 2.13"): the user asked for this
-        source, so it also passes the cap and ranks first."""
-        return any(lane.startswith("address:exact") for lane in self.lanes)
+        """Named by an address in the question ("BG 2.13", or spelled out when the replay keeps
+        the named lane): the user asked for this source, so it also passes the cap and ranks
+        first."""
+        return any(lane.startswith(PINNING_LANES) for lane in self.lanes)
 
     def rank_key(self) -> tuple[bool, float, float, int]:
         """Pinned first, then rerank score, then cosine, then id (deterministic ties)."""
@@ -113,6 +119,7 @@ class Step(StrEnum):
     LATER_ROUND = "later_round"
     NOT_FUSED = "not_fused"
     CONTEXT_CAP = "context_cap"
+    GROUPED = "grouped"
 
 
 class Stage(StrEnum):
@@ -129,6 +136,9 @@ class Stage(StrEnum):
     UNUSED_LATER_ROUND = "unused:later_round"
     DROPPED_NOT_FUSED = "dropped:not_fused"
     DROPPED_CONTEXT_CAP = "dropped:context_cap"
+    # Another passage of a verse whose note is kept (`PipelineConfig.verse_notes`): the note shows
+    # the verse's best-ranked passage and cites this one through it.
+    KEPT_GROUPED = "kept:grouped"
 
     @property
     def step(self) -> Step:
@@ -137,8 +147,9 @@ class Stage(StrEnum):
 
     @property
     def kept(self) -> bool:
-        """Whether the candidate is among the final notes."""
-        return self in (Stage.KEPT_TOP_K, Stage.KEPT_RESERVE)
+        """Whether the candidate is among the final notes: as a note, or (kept:grouped) cited
+        through the note of its verse."""
+        return self in (Stage.KEPT_TOP_K, Stage.KEPT_RESERVE, Stage.KEPT_GROUPED)
 
 
 _STAGE_STEP = {
@@ -152,6 +163,7 @@ _STAGE_STEP = {
     Stage.UNUSED_LATER_ROUND: Step.LATER_ROUND,
     Stage.DROPPED_NOT_FUSED: Step.NOT_FUSED,
     Stage.DROPPED_CONTEXT_CAP: Step.CONTEXT_CAP,
+    Stage.KEPT_GROUPED: Step.GROUPED,
 }
 
 

@@ -21,6 +21,7 @@ from citegate.core.types import (
     RoundResult,
     Stage,
 )
+from citegate.pipeline.cut import lane_view
 from citegate.pipeline.gate import lecture_count, max_score, question_language, verdict
 
 
@@ -94,7 +95,7 @@ def two_scale_verdict(
 def rrf_replay(trace: RetrievalTrace, cfg: PipelineConfig) -> RetrievalResult:
     """`replay` for the `rrf_hybrid` arm: one round, fusion cut, the configured gate."""
     reranked = trace.reranker_id != "none"
-    notes, stage, fused = rrf_cut(trace.candidates, cfg, reranked)
+    notes, stage, fused = rrf_cut(lane_view(trace.candidates, cfg.pin_named_verses), cfg, reranked)
     if cfg.gate == "two_scale":
         gate, _ = two_scale_verdict(notes, fused, cfg, reranked)
     else:

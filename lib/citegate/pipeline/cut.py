@@ -3,16 +3,49 @@
 pre-floor (cosine, lexical/address hits exempt) → cap (top n by cosine) → top-k (by rerank rank)
 → reserves (verses and library passages the notes must hold) → dedup (repeated text, overlapping
 windows). No database, no model: `retrieve.replay` runs it on a stored trace.
+
+With `verse_notes` the cap, the top-k and the reserves count verse *groups* (every passage of one
+verse address is one group, any other candidate a group of its own): a group takes the cap place
+of its best cosine and is represented in the rank order by its best-ranked passage, which becomes
+the note; the group's other passages are `kept:grouped` when the note is kept (cited through it)
+and share the note's fate otherwise. `lane_view` hides the named lane from a config that does not
+pin spelled-out verse names, so such a replay sees exactly the lanes it saw before the lane existed.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import replace
 
 from citegate.core.config import PipelineConfig
 from citegate.core.fragments import LIBRARY_KINDS
-from citegate.core.types import Candidate, Stage
+from citegate.core.types import NAMED_LANE, Candidate, Stage
+
+
+def lane_view(pool: Sequence[Candidate], named: bool) -> list[Candidate]:
+    """The candidates as a config with `pin_named_verses = named` sees them: without it, the
+    named lane's tags are removed, and so are the candidates only that lane found."""
+    if named:
+        return list(pool)
+    out = []
+    for c in pool:
+        if not any(t.startswith(NAMED_LANE) for t in c.lanes):
+            out.append(c)
+            continue
+        tags = tuple(t for t in c.lanes if not t.startswith(NAMED_LANE))
+        if tags:  # only the exact check besides: an ANN miss, as it was without the lane
+            missed = all(t.startswith("exact:") for t in tags)
+            out.append(replace(c, lanes=tags, ann_missed=missed))
+    return out
+
+
+def verse_group(c: Candidate) -> tuple[str, str]:
+    """The note a candidate belongs to under `verse_notes`: its verse address for a verse, its
+    own fragment id for anything else."""
+    if c.kind == "verse" and c.addr_label:
+        return (c.corpus, c.addr_label)
+    return (c.corpus, f"#{c.fragment_id}")
 
 
 def pre_floor(pool: Sequence[Candidate], floor: float) -> tuple[list[Candidate], list[Candidate]]:
@@ -88,14 +121,43 @@ def dedup(
     return kept, dropped
 
 
+def cap_groups(pool: Sequence[Candidate], n: int) -> tuple[list[Candidate], list[Candidate]]:
+    """`cap` over verse groups: keep every candidate of the first n groups in cap order (a group
+    ranks where its best candidate does: pinned first, then cosine, then id)."""
+    ordered = sorted(pool, key=lambda c: (not c.pinned, -c.score, c.fragment_id))
+    rank: dict[tuple[str, str], int] = {}
+    for c in ordered:
+        rank.setdefault(verse_group(c), len(rank))
+    kept = [c for c in ordered if rank[verse_group(c)] < n]
+    return kept, [c for c in ordered if rank[verse_group(c)] >= n]
+
+
+def representatives(
+    pool: Sequence[Candidate],
+) -> tuple[list[Candidate], dict[int, list[Candidate]]]:
+    """(each verse group's best-ranked candidate, in rank order; the group's other candidates by
+    the representative's fragment id)."""
+    reps: dict[tuple[str, str], Candidate] = {}
+    members: dict[int, list[Candidate]] = {}
+    for c in sorted(pool, key=Candidate.rank_key):
+        rep = reps.setdefault(verse_group(c), c)
+        if rep is not c:
+            members.setdefault(rep.fragment_id, []).append(c)
+    return list(reps.values()), members
+
+
 def cut(pool: Sequence[Candidate], cfg: PipelineConfig) -> tuple[list[Candidate], dict[int, Stage]]:
     """Apply the cut in the production order; returns the notes and each candidate's fate."""
+    pool = lane_view(pool, cfg.pin_named_verses)
     stage: dict[int, Stage] = {c.fragment_id: Stage.ANN_MISSED for c in pool if c.ann_missed}
     live = [c for c in pool if not c.ann_missed]
     live, dropped = pre_floor(live, cfg.pre_floor)
     stage.update((c.fragment_id, Stage.DROPPED_PRE_FLOOR) for c in dropped)
-    live, dropped = cap(live, cfg.cap)
+    live, dropped = (cap_groups if cfg.verse_notes else cap)(live, cfg.cap)
     stage.update((c.fragment_id, Stage.DROPPED_CAP) for c in dropped)
+    members: dict[int, list[Candidate]] = {}
+    if cfg.verse_notes:
+        live, members = representatives(live)
     top, rest = top_k(live, cfg.rerank_top_k)
     extra = reserves(top, rest, cfg)
     stage.update((c.fragment_id, Stage.DROPPED_TOP_K) for c in rest)
@@ -103,6 +165,9 @@ def cut(pool: Sequence[Candidate], cfg: PipelineConfig) -> tuple[list[Candidate]
     stage.update((c.fragment_id, Stage.KEPT_RESERVE) for c in extra)
     notes, dropped = dedup([*top, *extra], cfg.dedup_overlap)
     stage.update((c.fragment_id, Stage.DROPPED_DEDUP) for c in dropped)
+    for rep_id, group in members.items():
+        fate = Stage.KEPT_GROUPED if stage[rep_id].kept else stage[rep_id]
+        stage.update((c.fragment_id, fate) for c in group)
     return notes, stage
 
 

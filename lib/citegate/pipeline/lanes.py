@@ -20,7 +20,8 @@ import psycopg
 from psycopg import sql
 
 from citegate.core.text import STOPWORDS
-from citegate.corpus.sources.address import find_verse_refs, verse_label
+from citegate.core.types import NAMED_LANE
+from citegate.corpus.sources.address import find_verse_refs, named_verses, verse_label
 from citegate.store.tables import FRAGMENT_COLUMNS
 
 KIND_GROUPS: dict[str, tuple[str, ...]] = {
@@ -163,6 +164,32 @@ def address(
         if r[0] not in ids and len(hits) < k:
             hits.append(LaneHit(r[0], "address", len(hits) + 1, float(r[1])))
     return hits
+
+
+def spelled_labels(question: str) -> list[str]:
+    """The verse addresses a question names only spelled out ("Chapter 2, Verse 13", "Глава 2,
+    стих 13", "अध्याय २, श्लोक १३"), not as a canonical reference the address lane reads."""
+    canonical = set(find_verse_refs(question))
+    return [verse_label(c, v) for c, v in named_verses(question) if (c, v) not in canonical]
+
+
+def named(
+    conn: psycopg.Connection,
+    question: str,
+    embedder_id: str,
+    corpora: Sequence[str],
+    k: int,
+) -> list[LaneHit]:
+    """The named lane: the fragments of the verses the question names spelled out (in the order
+    named, verses before other kinds, then by id), tagged `address:named`. A lane of its own, so
+    a replay that does not pin spelled-out names sees the other lanes exactly as before
+    (`cut.lane_view`)."""
+    labels = spelled_labels(question)
+    if not labels:
+        return []
+    params = {"eid": embedder_id, "corpora": list(corpora), "labels": labels, "k": k}
+    ids = [r[0] for r in conn.execute(ADDRESS_EXACT_SQL, params).fetchall()]
+    return [LaneHit(i, NAMED_LANE, n, 1.0) for n, i in enumerate(ids, 1)]
 
 
 # ---------------------------------------------------------------- batched: one statement for many texts

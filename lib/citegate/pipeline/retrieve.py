@@ -39,6 +39,7 @@ from citegate.pipeline.cut import (
     compact,
     cut,
     dedup,
+    lane_view,
     pre_floor,
     reserves,
     text_signature,
@@ -51,13 +52,16 @@ from citegate.pipeline.plan import OfflinePlanner, Planner, clean_question, keyw
 # Bump when lanes or collection change what a trace holds: cached traces are keyed on it.
 # 4: hnsw.iterative_scan relaxed_order (store.db.connect); 5: `exact_dense`, and exact dense scans
 # (the ANN-miss check) rank equal cosines by fragment id (`lanes.EXACT_TIE_BREAK`).
-RETRIEVAL_VERSION = "5"
+# 6: the named lane (`lanes.named`: verses named spelled out, `address:named`; replays without
+# `pin_named_verses` hide it).
+RETRIEVAL_VERSION = "6"
 
 
 def replay(trace: RetrievalTrace, cfg: PipelineConfig) -> RetrievalResult:
     """The result `retrieve` gives under `cfg`, computed from the trace alone. The gate applies
     the thresholds of the question's language (`gate.question_language(trace.question)`). A
-    learned gate replays like the coverage gate here (its rounds decide the fanout)."""
+    learned gate replays like the coverage gate here (its rounds decide the fanout). With
+    `fanout: always` every collected round runs, whatever the gate says of round one."""
     mismatch = {
         k: (trace.collection.get(k), v)
         for k, v in cfg.collection_key().items()
@@ -70,13 +74,14 @@ def replay(trace: RetrievalTrace, cfg: PipelineConfig) -> RetrievalResult:
     if cfg.arm == "rrf_hybrid":
         return rrf_replay(trace, cfg)
     language = question_language(trace.question)
+    pool = lane_view(trace.candidates, cfg.pin_named_verses)
     rounds: list[RoundResult] = []
     for r in range(1, cfg.max_fanout_rounds + 1):
-        notes, stage = cut([c for c in trace.candidates if c.round <= r], cfg)
-        later = (c for c in trace.candidates if c.round > r)
+        notes, stage = cut([c for c in pool if c.round <= r], cfg)
+        later = (c for c in pool if c.round > r)
         stage.update((c.fragment_id, Stage.UNUSED_LATER_ROUND) for c in later)
         rounds.append(RoundResult(r, tuple(notes), stage, verdict(notes, cfg, language)))
-        if rounds[-1].gate.decision != GateDecision.BETWEEN:
+        if cfg.fanout == "gate" and rounds[-1].gate.decision != GateDecision.BETWEEN:
             break
     decision = rounds[-1].gate.retrieval_decision
     return RetrievalResult(rounds[-1].notes, decision, tuple(rounds), trace)
@@ -192,7 +197,8 @@ def collect(
     exact_check: bool = False,
     batched_lanes: bool = True,
 ) -> RetrievalTrace:
-    """Run the plan and every lane (both fanout rounds), fetch cosines, rerank; build the trace.
+    """Run the plan and every lane (both fanout rounds, and the named lane on the question),
+    fetch cosines, rerank; build the trace.
     `batched_lanes=False` runs each lane once per text instead of one statement for both rounds
     (same trace; kept for the equality test and the bench)."""
     if embedder.id != cfg.embedder:
@@ -219,16 +225,17 @@ def collect(
         if exact_check
         else {}
     )
+    named = _tags([lanes.named(conn, question, embedder.id, cfg.corpora, cfg.lane_k)], "r1")
     t["lanes"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    rows = {r["id"]: r for r in lanes.fetch(conn, vecs[0], [*r1, *r2, *misses])}
+    rows = {r["id"]: r for r in lanes.fetch(conn, vecs[0], [*r1, *r2, *misses, *named])}
     t["fetch"] = time.perf_counter() - clock
     cands = [
         _candidate(
             rows[i],
-            r1.get(i, []) + r2.get(i, []) + misses.get(i, []),
-            1 if i in r1 or i in misses else 2,
-            i in misses and i not in r1,
+            r1.get(i, []) + named.get(i, []) + r2.get(i, []) + misses.get(i, []),
+            1 if i in r1 or i in named or i in misses else 2,
+            i in misses and i not in r1 and i not in named,
             lex_ranks.get(i),
         )
         for i in rows

@@ -18,7 +18,7 @@ spans on track windows.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain
 from operator import attrgetter
 from typing import Any
@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from citegate.core.fragments import LIBRARY_KINDS
-from citegate.core.types import Candidate, RetrievalTrace
-from citegate.pipeline.cut import text_signature
+from citegate.core.types import NAMED_LANE, Candidate, RetrievalTrace
+from citegate.pipeline.cut import lane_view, text_signature
 from citegate.pipeline.gate import question_language
 
 TRANSCRIPT = "track_transcript"
@@ -41,7 +41,8 @@ class PackedTraces:
     applied). Both orders sort by question first, so question i owns positions
     starts[i]:starts[i + 1] in either."""
 
-    traces: tuple[RetrievalTrace, ...]
+    traces: tuple[RetrievalTrace, ...]  # as a config without the named lane sees them
+    originals: tuple[RetrievalTrace, ...]  # as collected (the scalar fallback replays these)
     starts: np.ndarray  # question i owns candidates starts[i]:starts[i + 1]
     counts: np.ndarray  # candidates per question
     cap_perm: np.ndarray  # trace-order indices sorted by (question, cap order)
@@ -67,7 +68,11 @@ class PackedTraces:
 
 
 def pack(traces: Sequence[RetrievalTrace]) -> PackedTraces:
-    """Flatten `traces` and precompute the config-independent orders and flags."""
+    """Flatten `traces` and precompute the config-independent orders and flags. The arrays hold
+    the lanes a config without `pin_named_verses` sees (`cut.lane_view`); the configs that need
+    more replay the originals one by one (`vector_replay.vectorised`)."""
+    originals = tuple(traces)
+    traces = [_without_named(t) for t in originals]
     cands = list(chain.from_iterable(t.candidates for t in traces))
     n = len(cands)
     cols = _columns(cands)
@@ -86,6 +91,7 @@ def pack(traces: Sequence[RetrievalTrace]) -> PackedTraces:
     cap_of_rank[cap_perm] = np.arange(n, dtype=np.int64)
     return PackedTraces(
         traces=tuple(traces),
+        originals=originals,
         starts=starts,
         counts=counts,
         cap_perm=cap_perm,
@@ -122,6 +128,13 @@ _FIELDS = (
 )
 _FID, _SCORE, _RR, _KIND, _LANES, _ROUND, _ANN, _SIG, _TRACK, _START, _END = range(len(_FIELDS))
 _GET = attrgetter(*_FIELDS)
+
+
+def _without_named(t: RetrievalTrace) -> RetrievalTrace:
+    """The trace without its named lane (itself when it has none)."""
+    if not any(lane.startswith(NAMED_LANE) for c in t.candidates for lane in c.lanes):
+        return t
+    return replace(t, candidates=lane_view(t.candidates, False))
 
 
 def _columns(cands: Sequence[Candidate]) -> np.ndarray:

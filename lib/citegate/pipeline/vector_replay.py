@@ -3,8 +3,9 @@
 `replay_many(traces, cfg)` gives, question by question, exactly the notes (same fragment ids, same
 order), the decision and the max cosine that `citegate.pipeline.retrieve.replay(trace, cfg)` gives
 for the production arm; `replay_results` builds the full `RetrievalResult` objects (every round,
-every candidate's stage) when a caller needs them. For `cfg.arm == "rrf_hybrid"` both fall back to
-the scalar `replay`, trace by trace (the RRF arm is not vectorised).
+every candidate's stage) when a caller needs them. For a config `vectorised` refuses (the RRF arm,
+one note per verse, round two always, the named lane) both fall back to the scalar `replay`,
+trace by trace.
 
 How: `vector_pack.pack(traces)` flattens the traces once and precomputes what no config changes
 (the cap and rank orders, kind groups, languages, the candidate pairs dedup could compare).
@@ -239,6 +240,19 @@ def _rounds(p: PackedTraces, cfg: PipelineConfig) -> tuple[list[_Round], np.ndar
     return [first, second], between, np.where(between, code2, code)
 
 
+def vectorised(cfg: PipelineConfig) -> bool:
+    """Whether `cfg` replays as array operations here: the production arm with one note per
+    passage, the round-two decision left to the gate and without the named lane. Any other
+    config (the rrf_hybrid arm, `verse_notes`, `fanout: always`, `pin_named_verses`) falls back
+    to the scalar `replay`, trace by trace: the same results, slower."""
+    return (
+        cfg.arm != "rrf_hybrid"
+        and not cfg.verse_notes
+        and cfg.fanout == "gate"
+        and not cfg.pin_named_verses
+    )
+
+
 def _as_packed(traces: Sequence[RetrievalTrace] | PackedTraces) -> PackedTraces:
     return traces if isinstance(traces, PackedTraces) else pack(traces)
 
@@ -247,11 +261,11 @@ def replay_many(
     traces: Sequence[RetrievalTrace] | PackedTraces, cfg: PipelineConfig
 ) -> list[VectorResult]:
     """`replay(trace, cfg)`'s notes (fragment ids), decision and max cosine for every trace, in
-    order, computed as array operations (pass a `pack`ed set to replay many configs). The
-    rrf_hybrid arm falls back to the scalar `replay`, trace by trace."""
+    order, computed as array operations (pass a `pack`ed set to replay many configs). A config
+    `vectorised` refuses falls back to the scalar `replay`, trace by trace."""
     p = _as_packed(traces)
-    if cfg.arm == "rrf_hybrid":
-        return [_from_result(replay(t, cfg)) for t in p.traces]
+    if not vectorised(cfg):
+        return [_from_result(replay(t, cfg)) for t in p.originals]
     check_replayable(p, cfg)
     rounds, second, code = _rounds(p, cfg)
     notes = [_note_ids(p, r) for r in rounds]
@@ -285,8 +299,8 @@ def replay_results(
     """Full `RetrievalResult`s (every round run, its notes, stages and gate), equal to
     `replay(trace, cfg)` for each trace; slower than `replay_many` (it builds the objects)."""
     p = _as_packed(traces)
-    if cfg.arm == "rrf_hybrid":
-        return [replay(t, cfg) for t in p.traces]
+    if not vectorised(cfg):
+        return [replay(t, cfg) for t in p.originals]
     check_replayable(p, cfg)
     rounds, second, code = _rounds(p, cfg)
     stages = [_stage_codes(p, r, n + 1) for n, r in enumerate(rounds)]
@@ -349,6 +363,7 @@ def _round_result(
 
 
 __all__ = [
+    "vectorised",
     "PackedTraces",
     "VectorResult",
     "check_replayable",
