@@ -1,7 +1,8 @@
 """Notebook 01: recall before and after the cosine pre-floor, and where gold fragments are lost.
 
 `compute` replays a loaded `Study` into tables and metrics (pure: no database, no model, no
-file), `plots` draws them (matplotlib), `report` writes the conclusion from the numbers. The
+file), `run` loads the arms' traces (a re-collection when an arm's collection settings differ)
+and builds the recommendation, `plots` draws them (matplotlib), `report` writes the conclusion from the numbers. The
 notebook imports this package as `from citegate.studies import floor as fs`; every public name
 of the three modules is re-exported here.
 """
@@ -10,8 +11,12 @@ from __future__ import annotations
 
 from citegate.studies.floor.compute import (
     LOSS_ORDER,
+    Arm,
     answerable,
+    arm_metrics,
+    arm_split_table,
     arm_table,
+    arm_waterfall,
     at_floors,
     gold_cosines,
     headline,
@@ -20,22 +25,38 @@ from citegate.studies.floor.compute import (
     recall_by_floor,
     waterfall,
 )
-from citegate.studies.floor.plots import plot_cosines, plot_recall, plot_waterfall
-from citegate.studies.floor.report import conclusion
+from citegate.studies.floor.plots import plot_arms, plot_cosines, plot_recall, plot_waterfall
+from citegate.studies.floor.report import arm_conclusion, conclusion
+from citegate.studies.floor.run import (
+    arm_config,
+    load_arms,
+    recommended_config,
+    save_recommendation,
+)
 
 __all__ = [
     "LOSS_ORDER",
+    "Arm",
     "answerable",
+    "arm_conclusion",
+    "arm_config",
+    "arm_metrics",
+    "arm_split_table",
     "arm_table",
+    "arm_waterfall",
     "at_floors",
     "conclusion",
     "gold_cosines",
     "headline",
     "killed_between",
+    "load_arms",
     "overall_recall",
+    "plot_arms",
     "plot_cosines",
     "plot_recall",
     "plot_waterfall",
     "recall_by_floor",
+    "recommended_config",
+    "save_recommendation",
     "waterfall",
 ]

@@ -6,12 +6,14 @@ Pure functions of a loaded `Study` (traces replayed in memory: no database, no m
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from citegate.core.config import PipelineConfig
+from citegate.evaluation.clustered import cluster_rate_ci
 from citegate.research.study import Study, StudySet
 
 # The order in which the pipeline can lose a gold fragment (best = kept).
@@ -34,6 +36,7 @@ _STAGE_TO_LOSS = {
     "dropped:dedup": LOSS_ORDER[6],
     "kept:top_k": LOSS_ORDER[7],
     "kept:reserve": LOSS_ORDER[7],
+    "kept:grouped": LOSS_ORDER[7],
 }
 
 
@@ -94,16 +97,25 @@ def overall_recall(frame: pd.DataFrame) -> pd.DataFrame:
     )[["set", "floor", "questions", "recall", "lost_at_floor"]]
 
 
+def _outcome(stage: dict[int, str], gold: Sequence[int]) -> str:
+    """The furthest stage of `LOSS_ORDER` any of the question's gold fragments reached."""
+    losses = [_STAGE_TO_LOSS.get(stage.get(g, ""), LOSS_ORDER[0]) for g in gold]
+    return max(losses, key=LOSS_ORDER.index)
+
+
 def waterfall(study: Study, cfg: PipelineConfig) -> pd.DataFrame:
     """For each answerable question, the furthest stage its best gold fragment reached."""
     rows = []
     for name, s in study.sets.items():
         results = s.replay_all(cfg)
         for q in answerable(s):
-            stage = results[q.id].stage
-            losses = [_STAGE_TO_LOSS.get(stage.get(g, ""), LOSS_ORDER[0]) for g in s.gold[q.id]]
-            best = max(losses, key=LOSS_ORDER.index)
-            rows.append({"set": name, "language": q.language, "outcome": best})
+            rows.append(
+                {
+                    "set": name,
+                    "language": q.language,
+                    "outcome": _outcome(results[q.id].stage, s.gold[q.id]),
+                }
+            )
     frame = pd.DataFrame(rows)
     table = (
         frame.groupby(["set", "outcome"])
@@ -190,29 +202,110 @@ def at_floors(frame: pd.DataFrame, floors: Sequence[float]) -> pd.DataFrame:
     return table.assign(questions=counts["questions"]).reset_index()
 
 
-def arm_table(study: Study, arms: dict[str, dict[str, Any]]) -> pd.DataFrame:
-    """Per set and arm (name -> config overrides): recall of the final notes, notes and characters
-    of context per question, and the share of questions the arm's gate answers."""
+@dataclass(frozen=True)
+class Arm:
+    """One pipeline variant of notebook 01: its config and the traces it is measured on (the
+    run's own `Study`, or a re-collection of the same questions when its collection settings
+    differ: `recollected`)."""
+
+    name: str
+    config: PipelineConfig
+    study: Study
+    recollected: bool
+
+
+def _arm_rows(arm: Arm, n_boot: int, by: str = "language") -> list[dict[str, Any]]:
+    """One row per set and value of the question attribute `by` ("all" first) of one arm."""
     rows = []
-    for name, s in study.sets.items():
-        for arm, overrides in arms.items():
-            results = s.replay_all(study.config.replace(**overrides))
-            qs = answerable(s)
-            kept = [_fate(results[q.id].stage, s.gold[q.id])["kept"] for q in qs]
-            notes = [results[q.id].notes for q in s.questions]
+    for name, s in arm.study.sets.items():
+        results = s.replay_all(arm.config)
+        timings = [sum(s.traces[q.id].timings.values()) for q in s.questions]
+        for value in ["all", *sorted({getattr(q, by) for q in s.questions})]:
+            qs = [q for q in s.questions if value in ("all", getattr(q, by))]
             rows.append(
                 {
                     "set": name,
-                    "arm": arm,
-                    "questions": len(qs),
-                    "recall": float(np.mean(kept)) if kept else float("nan"),
-                    "notes per question": float(np.mean([len(n) for n in notes])),
-                    "context chars per question": float(
-                        np.mean([sum(c.text_len for c in n) for n in notes])
-                    ),
-                    "answered": float(
-                        np.mean([results[q.id].decision == "answer" for q in s.questions])
-                    ),
+                    "arm": arm.name,
+                    by: value,
+                    **_arm_cells(s, results, qs, n_boot),
+                    "collection p50 ms": 1000 * float(np.median(timings)) if timings else np.nan,
+                    "traces": "re-collected" if arm.recollected else "the run's",
                 }
             )
-    return pd.DataFrame(rows)
+    return rows
+
+
+def _arm_cells(s: StudySet, results: dict[str, Any], qs: list[Any], n_boot: int) -> dict:
+    """Recall (with its 95% interval over verse groups), cost and answer share of some questions."""
+    gold_qs = [q for q in qs if s.gold.get(q.id)]
+    hits = np.array([_fate(results[q.id].stage, s.gold[q.id])["kept"] for q in gold_qs], float)
+    lo, hi = cluster_rate_ci(hits, np.array([q.group or q.id for q in gold_qs]), n_boot)
+    notes = [results[q.id].notes for q in qs]
+    return {
+        "questions": len(gold_qs),
+        "recall": float(hits.mean()) if len(hits) else float("nan"),
+        "recall lo": lo,
+        "recall hi": hi,
+        "notes per question": float(np.mean([len(n) for n in notes])) if notes else np.nan,
+        "verse notes per question": float(np.mean([_verses(n) for n in notes]))
+        if notes
+        else np.nan,
+        "context chars per question": float(np.mean([sum(c.text_len for c in n) for n in notes]))
+        if notes
+        else np.nan,
+        "answered": float(np.mean([results[q.id].decision == "answer" for q in qs])),
+    }
+
+
+def _verses(notes: Sequence[Any]) -> int:
+    return sum(c.kind == "verse" for c in notes)
+
+
+def arm_table(arms: Sequence[Arm], n_boot: int = 1000) -> pd.DataFrame:
+    """Per arm, set and language: recall of the final notes (any gold fragment kept, itself or
+    through its verse's note) with a 95% interval resampling verse groups, the notes, verse
+    notes and characters of context per question, the share the arm's gate answers, and the
+    median collection time of its traces (plan, embed, lanes, fetch, rerank; measured when the
+    traces were collected, the cut is replayed)."""
+    return pd.DataFrame([row for arm in arms for row in _arm_rows(arm, n_boot)])
+
+
+def arm_split_table(arms: Sequence[Arm], n_boot: int = 1000) -> pd.DataFrame:
+    """`arm_table` by split (tune, test) instead of language: an arm whose model was fitted on
+    tune-split questions (the LTR reranker) shows its held-out recall in the test rows."""
+    return pd.DataFrame([row for arm in arms for row in _arm_rows(arm, n_boot, "split")])
+
+
+def arm_waterfall(arms: Sequence[Arm]) -> pd.DataFrame:
+    """Per arm, set, language and gold kind: how many questions end at each stage of
+    `LOSS_ORDER` (the furthest stage a gold fragment of the question reached)."""
+    frames = []
+    for arm in arms:
+        for name, s in arm.study.sets.items():
+            results = s.replay_all(arm.config)
+            rows = [
+                {
+                    "arm": arm.name,
+                    "set": name,
+                    "language": q.language,
+                    "gold_kind": _gold_kind(s, q.id),
+                    "outcome": _outcome(results[q.id].stage, s.gold[q.id]),
+                }
+                for q in answerable(s)
+            ]
+            frames.append(pd.DataFrame(rows))
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if frame.empty:
+        return frame
+    keys = ["arm", "set", "language", "gold_kind"]
+    table = frame.groupby([*keys, "outcome"]).size().unstack(fill_value=0)
+    return table.reindex(columns=list(LOSS_ORDER), fill_value=0).reset_index()
+
+
+def arm_metrics(table: pd.DataFrame) -> dict[str, float]:
+    """`recall_<set>_<arm>` (every language) and `recall_<set>_<arm>.<language>` of each arm."""
+    out = {}
+    for row in table.to_dict("records"):
+        key = f"recall_{row['set']}_{row['arm']}".replace("-", "_")
+        out[key if row["language"] == "all" else f"{key}.{row['language']}"] = row["recall"]
+    return out

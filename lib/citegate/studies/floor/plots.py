@@ -66,3 +66,28 @@ def plot_cosines(frame: pd.DataFrame, marks: Sequence[float] = (0.18, 0.45)) -> 
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def plot_arms(table: pd.DataFrame, set_name: str) -> Any:
+    """Recall of the final notes per arm (rows of `arm_table` for one set), one bar per language
+    and all, with the 95% interval over verse groups."""
+    import matplotlib.pyplot as plt
+
+    sub = table[table["set"] == set_name]
+    arms = list(dict.fromkeys(sub["arm"]))
+    languages = list(dict.fromkeys(sub["language"]))
+    width = 0.8 / max(len(languages), 1)
+    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(arms)), 4))
+    for j, language in enumerate(languages):
+        rows = sub[sub["language"] == language].set_index("arm").reindex(arms)
+        x = np.arange(len(arms)) + (j - (len(languages) - 1) / 2) * width
+        err = np.vstack([rows["recall"] - rows["recall lo"], rows["recall hi"] - rows["recall"]])
+        ax.bar(x, rows["recall"], width, label=language, yerr=np.clip(err, 0, None), capsize=2)
+    ax.set_xticks(np.arange(len(arms)), arms, rotation=20, ha="right", fontsize=8)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("recall of the final notes")
+    ax.set_title(f"{set_name}: recall per arm and language (95% interval over verse groups)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, ncol=len(languages))
+    fig.tight_layout()
+    return fig

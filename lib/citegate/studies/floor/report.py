@@ -74,3 +74,32 @@ def _first_floor_losing(g: pd.DataFrame, points: float) -> float | None:
     base = float(g["recall"].iloc[0])
     worse = g[g["recall"] < base - points]
     return float(worse["floor"].iloc[0]) if len(worse) else None
+
+
+def arm_conclusion(table: pd.DataFrame, baseline: str, recommended: str) -> str:
+    """Markdown lines comparing the recommended arm with the baseline arm on every set: recall
+    with its interval, each language, notes and context per question; every number from `table`
+    (`arm_table`)."""
+    lines = ["### Arms: what the recommendation changes", ""]
+    for name, g in table.groupby("set", sort=False):
+        rows = g.set_index(["arm", "language"])
+        if (baseline, "all") not in rows.index or (recommended, "all") not in rows.index:
+            continue
+        b, r = rows.loc[(baseline, "all")], rows.loc[(recommended, "all")]
+        langs = g[(g["arm"] == recommended) & (g["language"] != "all")]
+        per_language = ", ".join(
+            f"{x['language']} {x['recall']:.3f} (n={int(x['questions'])})"
+            for x in langs.to_dict("records")
+        )
+        lowest = langs.sort_values("recall").head(1).to_dict("records")
+        lines.append(
+            f"- **{name}**: `{recommended}` keeps a gold fragment for {r['recall']:.3f} of "
+            f"{int(r['questions'])} questions (95% interval {r['recall lo']:.3f}–"
+            f"{r['recall hi']:.3f}) against {b['recall']:.3f} for `{baseline}` "
+            f"({r['recall'] - b['recall']:+.3f}); by language {per_language}"
+            + (f"; lowest {lowest[0]['language']}." if lowest else ".")
+            + f" Notes per question {r['notes per question']:.2f} vs {b['notes per question']:.2f},"
+            f" context characters {r['context chars per question']:.0f} vs "
+            f"{b['context chars per question']:.0f}."
+        )
+    return "\n".join(lines)
