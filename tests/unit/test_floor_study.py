@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from study_factory import cand, make_study, question, study_set
 
+from citegate.core.errors import ConfigError
 from citegate.research.study import Study
 from citegate.studies import floor as fs
 
@@ -69,11 +70,42 @@ def test_waterfall_killed_cosines_and_headline(study: Study) -> None:
 
 
 def test_arm_table(study: Study) -> None:
-    table = fs.arm_table(study, {"design": {}, "high": {"pre_floor": 0.45}}).set_index("arm")
-    assert table["questions"].tolist() == [3, 3]
-    assert table["recall"].tolist() == pytest.approx([2 / 3, 1 / 3])
-    assert table["notes per question"].tolist() == [1.5, 0.75]
-    assert table["answered"].tolist() == [0.5, 0.5]
+    arms = [
+        fs.Arm("design", study.config, study, recollected=False),
+        fs.Arm("high", study.config.replace(pre_floor=0.45), study, recollected=False),
+    ]
+    table = fs.arm_table(arms, n_boot=200)
+    every = table[table["language"] == "all"].set_index("arm")
+    assert every["questions"].tolist() == [3, 3]
+    assert every["recall"].tolist() == pytest.approx([2 / 3, 1 / 3])
+    assert every["notes per question"].tolist() == [1.5, 0.75]
+    assert every["answered"].tolist() == [0.5, 0.5]
+    assert (every["recall lo"] <= every["recall"]).all() and (
+        every["recall"] <= every["recall hi"]
+    ).all()
+    ru = table[(table["language"] == "ru")].set_index("arm")
+    assert ru["recall"].tolist() == [1.0, 1.0] and ru["questions"].tolist() == [1, 1]
+    metrics = fs.arm_metrics(table)
+    assert metrics["recall_s_high"] == pytest.approx(1 / 3) and metrics["recall_s_high.ru"] == 1.0
+    falls = fs.arm_waterfall(arms).set_index(["arm", "language", "gold_kind"])
+    assert falls.loc[("high", "en", "verse"), "pre-floor"] == 1
+    assert falls.loc[("design", "en", "unretrieved"), "not retrieved"] == 1
+    split = fs.arm_split_table(arms, n_boot=50)
+    assert set(split["split"]) == {"all", *{q.split for q in study.sets["s"].questions}}
+    line = fs.arm_conclusion(table, "design", "high")
+    assert "0.333 of 3 questions" in line and "against 0.667 for `design` (-0.333)" in line
+
+
+def test_an_arm_replays_the_runs_traces_unless_its_collection_differs(study: Study) -> None:
+    same = fs.arm_config(study.config, {"verse_notes": True, "fanout": "always"})
+    assert fs.run.replays(study, same) and same.verse_notes and same.fanout == "always"
+    other = fs.arm_config(study.config, {"lane_k": 7})
+    assert not fs.run.replays(study, other)
+    assert fs.arm_config(study.config, "design") == fs.arm_config(
+        study.config, {"config": "design"}
+    )
+    with pytest.raises(ConfigError, match="mapping of config overrides"):
+        fs.arm_config(study.config, 3)  # type: ignore[arg-type]
 
 
 def _overall(recall_low: float, recall_high: float) -> pd.DataFrame:
