@@ -16,7 +16,7 @@ from citegate.models.embed import default_embedder
 from citegate.models.rerank import CosineReranker
 from citegate.pipeline import lanes
 from citegate.pipeline.plan import keywords
-from citegate.pipeline.retrieve import collect
+from citegate.pipeline.retrieve import collect, replay
 from citegate.research.bench import hnsw_scans
 
 pytestmark = pytest.mark.db
@@ -161,3 +161,24 @@ def test_batched_dense_uses_the_hnsw_index_and_matches_single_scans(
     assert scans == single_scans == len(texts) * len(lanes.KIND_GROUPS)
     assert got == want
     assert all(len(hits) > 0 for hits in got)
+
+
+def test_the_named_lane_finds_a_spelled_out_verse_that_only_production_pins(
+    demo: psycopg.Connection,
+    emb,  # noqa: ANN001
+) -> None:
+    question = "In Chapter 2, Verse 13, what passes from body to body?"
+    cfg = PipelineConfig(embedder=emb.id, corpora=("gita",))
+    trace = collect(demo, question, cfg, emb, CosineReranker())
+    named = [c for c in trace.candidates if any(t.startswith("address:named") for t in c.lanes)]
+    assert named and {c.addr_label for c in named} == {"BG 2.13"}
+    assert {c.kind for c in named} == {"verse"}
+    seed, pinned = replay(trace, cfg), replay(trace, cfg.replace(pin_named_verses=True))
+    assert not any(c.pinned for c in seed.notes)
+    assert pinned.notes[0].addr_label == "BG 2.13" and pinned.notes[0].pinned
+    grouped = replay(trace, cfg.replace(pin_named_verses=True, verse_notes=True))
+    labels = [c.addr_label for c in grouped.notes if c.kind == "verse"]
+    assert labels.count("BG 2.13") == 1 and len(labels) == len(set(labels))
+    # a question naming no verse spelled out collects exactly what it did without the lane
+    plain = collect(demo, "What passes from body to body?", cfg, emb, CosineReranker())
+    assert not any("address:named" in t for c in plain.candidates for t in c.lanes)

@@ -11,6 +11,7 @@ from citegate.core.types import NAMED_LANE, RetrievalTrace, Stage
 from citegate.pipeline.cut import cut, lane_view
 from citegate.pipeline.lanes import spelled_labels
 from citegate.pipeline.plan import OfflinePlanner
+from citegate.pipeline.render import result_dict
 from citegate.pipeline.retrieve import replay
 from citegate.pipeline.vector_replay import replay_many, replay_results, vectorised
 
@@ -123,3 +124,14 @@ def test_vectorised_replay_falls_back_to_scalar_for_the_levers_and_agrees() -> N
     assert vectorised(CFG) and not vectorised(CFG.replace(verse_notes=True))
     # the seed config never sees the named-only passage, vectorised or not
     assert 1 not in replay_many(traces, CFG)[0].notes
+
+
+def test_a_verse_note_lists_the_passages_it_cites_through_it() -> None:
+    a = [translation(i, "BG 1.1", 0.9 - i / 100, source_id=f"t{i}") for i in range(1, 4)]
+    t = trace("what is said?", [*a, translation(10, "BG 1.2", 0.5)])
+    res = replay(t, CFG.replace(verse_notes=True))
+    notes = {n["fragment_id"]: n["grouped"] for n in result_dict(res)["notes"]}
+    assert notes == {
+        1: [{"fragment_id": 2, "source_id": "t2"}, {"fragment_id": 3, "source_id": "t3"}],
+        10: [],
+    }

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from citegate.core.types import Stage
+from citegate.pipeline.cut import verse_group
 from citegate.pipeline.retrieve import Candidate, RetrievalResult
 
 if TYPE_CHECKING:  # type only: turn imports `where` from here
@@ -75,9 +77,22 @@ def trace_rows(res: RetrievalResult) -> list[dict[str, object]]:
     ]
 
 
+def grouped_passages(res: RetrievalResult) -> dict[int, list[dict[str, object]]]:
+    """Note fragment id -> the `kept:grouped` passages of its verse (id and source, rank order)."""
+    by_group = {verse_group(c): c.fragment_id for c in res.notes}
+    out: dict[int, list[dict[str, object]]] = {}
+    for c in sorted(res.trace.candidates, key=Candidate.rank_key):
+        if res.stage.get(c.fragment_id) == Stage.KEPT_GROUPED and verse_group(c) in by_group:
+            entry = {"fragment_id": c.fragment_id, "source_id": c.source_id}
+            out.setdefault(by_group[verse_group(c)], []).append(entry)
+    return out
+
+
 def result_dict(res: RetrievalResult, show_trace: bool = False) -> dict[str, object]:
     """Machine-readable result: notes, decision, rounds, timings (and with `show_trace`, every
-    candidate's fate under "trace")."""
+    candidate's fate under "trace"). A note of one verse (`verse_notes`) lists under "grouped"
+    the other passages of its verse it cites through it (fragment id and source)."""
+    grouped = grouped_passages(res)
     notes = [
         {
             "fragment_id": c.fragment_id,
@@ -89,6 +104,7 @@ def result_dict(res: RetrievalResult, show_trace: bool = False) -> dict[str, obj
             "score": c.score,
             "rerank_score": c.rerank_score,
             "text": c.text,
+            "grouped": grouped.get(c.fragment_id, []),
         }
         for c in res.notes
     ]

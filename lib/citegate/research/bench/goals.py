@@ -11,6 +11,7 @@ import yaml
 
 from citegate.core import paths
 from citegate.core.errors import ConfigError
+from citegate.research.bench.common import ratio
 
 # The figures `score_goals` computes, so exactly the keys the goal file must hold.
 NAMES = (
@@ -20,6 +21,7 @@ NAMES = (
     "vector_equals_scalar",
     "lanes_p50_ms",
     "learned_gate_over_coverage",
+    "levers_over_seed",
 )
 BETTER = ("higher", "lower")
 
@@ -76,6 +78,10 @@ def score_goals(
         "vector_equals_scalar": res["replay"]["vector_equals_scalar"],
         "lanes_p50_ms": res["retrieve_warm"]["lanes"]["p50_ms"],
     }
+    if "retrieve_levers" in res:
+        values["levers_over_seed"] = ratio(
+            res["retrieve_levers"]["wall"]["p50_ms"], res["retrieve_warm"]["wall"]["p50_ms"]
+        )
     if "learned_over_coverage" in res.get("gate", {}):
         values["learned_gate_over_coverage"] = res["gate"]["learned_over_coverage"]
     out = {

@@ -85,6 +85,11 @@ def run(
     return out
 
 
+# The retrieval levers of issue 23 (production's since its promotion): their warm retrieve beside
+# the seed's, in the same run (`levers_over_seed`).
+LEVERS = {"pin_named_verses": True, "verse_notes": True, "fanout": "always", "reserve_library": 1}
+
+
 def _search_benches(
     conn: psycopg.Connection,
     questions: Sequence[str],
@@ -93,7 +98,8 @@ def _search_benches(
     tmp: Path,
 ) -> dict[str, Any]:
     """Parts 2–4 on a loaded database: lane latency as ingest leaves the table and after VACUUM,
-    then (vacuumed) recall, retrieval latency (cold, then warm), replay."""
+    then (vacuumed) recall, retrieval latency (cold, then warm, then warm with the `LEVERS`),
+    replay."""
     qvecs = project.embed_queries(questions)
     cfg = PipelineConfig(embedder=model.id)
     out: dict[str, Any] = {"lanes_after_ingest": bench_lanes(conn, questions, qvecs, cfg)}
@@ -103,6 +109,7 @@ def _search_benches(
     retrieve(conn, "What is the nature of the self?", cfg, cold, CosineReranker())  # warm-up
     out["retrieve_cold"], _, _ = bench_retrieve(conn, questions, cfg, cold)
     out["retrieve_warm"], traces, notes = bench_retrieve(conn, questions, cfg, cold)
+    out["retrieve_levers"], _, _ = bench_retrieve(conn, questions, cfg.replace(**LEVERS), cold)
     out["lanes"] = bench_lanes(conn, questions, qvecs, cfg)
     out["gate"] = bench_gate(conn, questions, cold, CORPUS)
     rates = {k: out[f"retrieve_{k}"]["q_per_s"] for k in ("warm", "cold")}

@@ -238,6 +238,7 @@ def bench_lanes(
     }
     calls["lexical"] = lambda q, _v: lanes.lexical(conn, q, eid, corpora, k)
     calls["address"] = lambda q, _v: lanes.address(conn, q, eid, corpora, k, cfg.address_trgm)
+    calls["named"] = lambda q, _v: lanes.named(conn, q, eid, corpora, k)
     calls["question, batched"] = lambda q, v: _question_lanes(conn, q, v, cfg, batched=True)
     calls["question, per lane"] = lambda q, v: _question_lanes(conn, q, v, cfg, batched=False)
     times: dict[str, list[float]] = {name: [] for name in calls}
