@@ -82,6 +82,7 @@ def test_every_part_reports_finite_numbers(result: dict) -> None:
             "dense:library",
             "lexical",
             "address",
+            "named",
             "question, batched",
             "question, per lane",
         }

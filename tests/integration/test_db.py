@@ -211,6 +211,43 @@ def test_dead_users_do_not_keep_the_embedded_server_running() -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def test_a_new_embedded_server_runs_with_the_machines_sizing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A fresh server restarts once to take shared_buffers and the worker counts; a setting
+    changed behind its back is put back on the next start, and read-only-at-start ones wait
+    (reported) while another process uses the server."""
+    from citegate.store import sizing
+
+    machine = sizing.Machine(memory=4 * sizing.GB, cores=2)
+    monkeypatch.setattr(sizing, "this_machine", lambda: machine)
+    wanted = sizing.sized_settings(machine)
+    folder = Path(tempfile.mkdtemp(prefix="citegate-pg-"))
+    pgdata = folder / "pgdata"
+    try:
+        url = db.start_embedded(pgdata)
+        with psycopg.connect(url, autocommit=True) as c:
+            assert all(st.ok for st in sizing.states(c, wanted)), sizing.states(c, wanted)
+            assert c.execute("SHOW shared_buffers").fetchone() == ("512MB",)
+            c.execute("ALTER SYSTEM SET work_mem = '4MB'")
+            c.execute("SELECT pg_reload_conf()")
+        db.stop_embedded(pgdata)
+        url = db.start_embedded(pgdata)
+        with psycopg.connect(url, autocommit=True) as c:
+            assert c.execute("SHOW work_mem").fetchone() == (wanted["work_mem"],)
+            bigger = {**wanted, "shared_buffers": "640MB", "work_mem": "32MB"}
+            (pgdata / db.HANDLE_FILE).write_text(json.dumps([os.getpid(), 1]), encoding="utf-8")
+            assert db.size_embedded(db._SERVERS[str(pgdata.resolve())], pgdata) == []
+            assert sizing.apply_sizing(c, bigger) == ["shared_buffers"]
+            c.execute("SELECT 1")  # the reload reaches this session between statements
+            states = {st.name: st for st in sizing.states(c, bigger)}
+            assert states["shared_buffers"].pending_restart and not states["shared_buffers"].ok
+    finally:
+        db.stop_embedded(pgdata)
+        _kill_server(pgdata)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _kill_server(pgdata: Path) -> None:
     """Stop a server the test left running (only when the code under test failed to)."""
     pid_file = pgdata / "postmaster.pid"

@@ -104,3 +104,17 @@ def test_the_conclusion_says_what_the_dense_search_means_for_reproducing_it() ->
     hnsw = cal.conclusion(table, "ltr/default", exact_dense=False)
     assert "HNSW index (production)" in hnsw and "4.4e-04" in hnsw and "exact_dense: true" in hnsw
     assert "Dense lanes" not in cal.conclusion(table, "ltr/default")
+
+
+def test_pairs_skip_what_only_the_named_lane_found_when_the_config_does_not_pin_it() -> None:
+    """A trace collected with the named lane, read under a config that does not pin spelled-out
+    verse names: the lane's own find is not a candidate of that config (no KeyError, no pair),
+    and under a config that pins it, it is."""
+    named = cand(4, 0.2, lanes=("address:named@r1",), addr_label="BG 2.47")
+    study = make_study(
+        study_set([(question("q1"), [cand(1, 0.8, rerank_score=0.9), named], [1, 4])])
+    )
+    off = cal.pairs(study, study.config.replace(pin_named_verses=False))
+    assert off["gold"].tolist() == [1]
+    on = cal.pairs(study, study.config.replace(pin_named_verses=True))
+    assert sorted(on["gold"].tolist()) == [1, 1]

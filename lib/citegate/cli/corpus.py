@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
+
+import psycopg
 
 from citegate.core.errors import ConfigError
 from citegate.core.inputs import MAX_SOURCE_MB, check_name
 from citegate.models.embed import default_embedder
+from citegate.store import sizing
 from citegate.store.db import connect, database_url, mask_url, server_facts
 from citegate.store.ingest import demo_readers, ingest_corpus
 from citegate.store.tables import counts
@@ -60,6 +64,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     with connect(url) as conn:
         for k, v in server_facts(conn).items():
             print(f"{k:<13} {v}")
+        _print_sizing(conn, external=bool(os.environ.get("DATABASE_URL")), apply=args.size_server)
         emb = default_embedder()
         print(f"embedder      {emb.id} (dim {emb.dim})")
         rows = counts(conn)
@@ -71,6 +76,22 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for eid, corpus, kind, n in rows:
         print(f"  {corpus:<10} {kind:<17} {n:>6}  {eid}")
     return 0
+
+
+def _print_sizing(conn: psycopg.Connection, *, external: bool, apply: bool) -> None:
+    """The server's memory and parallel settings beside what this machine's sizing wants;
+    `apply` writes them (ALTER SYSTEM), the only way an external server is changed."""
+    machine = sizing.this_machine()
+    wanted = sizing.sized_settings(machine)
+    if apply:
+        waiting = sizing.apply_sizing(conn, wanted)
+        print(f"sizing        applied; restart the server for: {', '.join(waiting) or 'nothing'}")
+    print(f"sizing        for {machine.memory / sizing.GB:.1f} GiB, {machine.cores} cores")
+    for st in sizing.states(conn, wanted):
+        mark = "ok" if st.ok else "pending restart" if st.pending_restart else f"sized: {st.wanted}"
+        print(f"  {st.name:<33} {st.current:<8} {mark}")
+    if external and not apply and not all(s.ok for s in sizing.states(conn, wanted)):
+        print("  (DATABASE_URL: left as it is; `citegate doctor --size-server` applies the sizing)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -111,4 +132,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     ing.set_defaults(func=cmd_ingest)
     doc = sub.add_parser("doctor", help="show database, extensions, embedder and counts")
+    doc.add_argument(
+        "--size-server",
+        action="store_true",
+        help="write the machine's memory and parallel settings to the server (ALTER SYSTEM; "
+        "the embedded server gets them on start, a DATABASE_URL server only with this flag)",
+    )
     doc.set_defaults(func=cmd_doctor)

@@ -308,7 +308,8 @@ def replay_results(
     for q, t in enumerate(p.traces):
         run = stages if second[q] else stages[:1]
         made = tuple(_round_result(p, q, t, n + 1, st, cfg) for n, st in enumerate(run))
-        out.append(RetrievalResult(made[-1].notes, _DECISION[int(code[q])], made, t))
+        # the trace as collected, as `replay` returns it (the pack's copy hides the named lane)
+        out.append(RetrievalResult(made[-1].notes, _DECISION[int(code[q])], made, p.originals[q]))
     return out
 
 

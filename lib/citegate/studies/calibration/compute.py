@@ -12,6 +12,7 @@ from citegate.core.config import PipelineConfig
 from citegate.core.types import Step
 from citegate.evaluation import metrics as M
 from citegate.pipeline.arms import fusion_scores
+from citegate.pipeline.cut import lane_view
 from citegate.research.study import Study
 
 SCORES = ("cosine", "rerank", "rerank_minmax", "rerank_sigmoid", "cosine_minmax", "fusion")
@@ -28,9 +29,12 @@ def pairs(study: Study, cfg: PipelineConfig) -> pd.DataFrame:
             if not gold:
                 continue
             stage = results[q.id].stage
-            round1 = [c for c in s.traces[q.id].candidates if c.round == 1]
+            # the pool as `cfg` sees it: a config that does not pin spelled-out verse names
+            # never saw the candidates only the named lane found
+            pool = lane_view(s.traces[q.id].candidates, cfg.pin_named_verses)
+            round1 = [c for c in pool if c.round == 1]
             fused = fusion_scores(round1, cfg.replace(arm="rrf_hybrid"))
-            for c in s.traces[q.id].candidates:
+            for c in pool:
                 if stage[c.fragment_id].step in (Step.TOP_K, Step.RESERVE, Step.DEDUP):
                     rows.append(
                         {

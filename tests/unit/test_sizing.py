@@ -1,0 +1,32 @@
+"""The embedded server's sizing: the shares of memory and cores, their floors and caps, and how a
+setting the server shows ('1536MB', '1.5GB') compares with the one sizing wants."""
+
+from __future__ import annotations
+
+from citegate.store.sizing import GB, MB, Machine, SettingState, sized_settings
+
+
+def test_this_sandbox_two_cores_24_gib() -> None:
+    s = sized_settings(Machine(24 * GB, 2))
+    assert s["shared_buffers"] == "3072MB"  # an eighth: the embedder and LLM share the machine
+    assert s["effective_cache_size"] == "12288MB"
+    assert s["work_mem"] == "96MB" and s["maintenance_work_mem"] == "3072MB"
+    assert s["max_parallel_workers_per_gather"] == "1" and s["max_parallel_workers"] == "2"
+    assert s["max_worker_processes"] == "8"
+
+
+def test_floors_on_a_small_machine_and_caps_on_a_big_one() -> None:
+    small = sized_settings(Machine(512 * MB, 1))
+    assert small["shared_buffers"] == "128MB" and small["work_mem"] == "4MB"
+    assert small["maintenance_work_mem"] == "64MB" and small["effective_cache_size"] == "512MB"
+    assert small["max_parallel_workers_per_gather"] == "0"
+    big = sized_settings(Machine(1024 * GB, 64))
+    assert big["shared_buffers"] == "8192MB" and big["work_mem"] == "256MB"
+    assert big["maintenance_work_mem"] == "4096MB" and big["max_worker_processes"] == "64"
+
+
+def test_a_setting_compares_by_size_not_by_spelling() -> None:
+    assert SettingState("shared_buffers", "1536MB", "1536MB", False).ok
+    assert SettingState("shared_buffers", "1.5GB", "1536MB", False).ok
+    assert SettingState("work_mem", "4MB", "96MB", False).ok is False
+    assert SettingState("max_parallel_workers", "2", "2", False).ok
