@@ -182,3 +182,66 @@ def test_the_named_lane_finds_a_spelled_out_verse_that_only_production_pins(
     # a question naming no verse spelled out collects exactly what it did without the lane
     plain = collect(demo, "What passes from body to body?", cfg, emb, CosineReranker())
     assert not any("address:named" in t for c in plain.candidates for t in c.lanes)
+
+
+def test_lexeme_counts_are_the_document_frequencies_of_the_build(demo: psycopg.Connection) -> None:
+    eid = default_embedder().id
+    rows = demo.execute(
+        "SELECT config, lexeme, ndoc FROM lexemes WHERE embedder_id = %s AND corpus = 'gita' "
+        "ORDER BY ndoc DESC, config, lexeme LIMIT 3",
+        (eid,),
+    ).fetchall()
+    rare = demo.execute(
+        "SELECT config, lexeme, ndoc FROM lexemes WHERE embedder_id = %s AND corpus = 'gita' "
+        "AND ndoc = 2 ORDER BY config, lexeme LIMIT 3",
+        (eid,),
+    ).fetchall()
+    assert len(rows) == 3 and len(rare) == 3
+    for config, lexeme, ndoc in rows + rare:
+        column = "tsv_russian" if config == "russian" else "tsv_simple"
+        n = demo.execute(
+            f"SELECT count(*) FROM fragments WHERE embedder_id = %s AND corpus = 'gita' "
+            f"AND {column} @@ %s::tsquery",
+            (eid, lanes._tsquery_text([lexeme])),
+        ).fetchone()[0]
+        assert n == ndoc, (config, lexeme)
+
+
+def test_a_budget_ranks_a_subset_with_the_same_scores_and_a_big_one_changes_nothing(
+    demo: psycopg.Connection,
+    emb,  # noqa: ANN001
+) -> None:
+    corpora = ("gita", "xquad")
+    cut = 0
+    for text in _questions(16):
+        full = lanes.lexical(demo, text, emb.id, corpora, 40)
+        assert lanes.lexical(demo, text, emb.id, corpora, 40, 10**9) == full, text
+        (tier,) = lanes.lexical_tiers(demo, [text], [40], emb.id, corpora, 64)
+        small = lanes.lexical(demo, text, emb.id, corpora, 40, 64)
+        every = {
+            h.fragment_id: h.lane_score for h in lanes.lexical(demo, text, emb.id, corpora, 10**6)
+        }
+        assert all(every[h.fragment_id] == h.lane_score for h in small), text  # same score
+        scores = [h.lane_score for h in small]
+        assert scores == sorted(scores, reverse=True)
+        cut += tier.left_out > 0 and {h.fragment_id for h in small} != {h.fragment_id for h in full}
+        # batched, the same tiers: equal to the single calls
+        vecs = emb.embed_queries([text])
+        (got,) = lanes.batch_hits(demo, [text], vecs, [40], emb.id, corpora, lexical_budget=64)
+        assert [h for h in got if h.lane == "lexical"] == small, text
+    assert cut >= 3, "a small budget should change some questions' lexical hits"
+
+
+def test_a_build_without_lexeme_counts_ranks_every_match(demo: psycopg.Connection, emb) -> None:  # noqa: ANN001
+    from citegate.store.tables import refresh_lexemes
+
+    text = "What does Krishna tell Arjuna about the duty of a warrior?"
+    full = lanes.lexical(demo, text, emb.id, ("gita",), 40)
+    with demo.transaction(force_rollback=True):
+        demo.execute("DELETE FROM lexemes WHERE embedder_id = %s AND corpus = 'gita'", (emb.id,))
+        assert lanes.lexical_tiers(demo, [text], [40], emb.id, ("gita",), 8) == [
+            lanes.LexicalTier.everything()
+        ]
+        assert lanes.lexical(demo, text, emb.id, ("gita",), 40, 8) == full
+        assert refresh_lexemes(demo, emb.id, "gita") > 1000
+        assert lanes.lexical_tiers(demo, [text], [40], emb.id, ("gita",), 8)[0].tiered

@@ -7,7 +7,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from citegate.research import scale_bench
+from citegate.models.embed import default_embedder
+from citegate.research import lexical_recall, scale_bench
+from citegate.store.db import connect
 
 
 def cmd_bench_scale(args: argparse.Namespace) -> int:
@@ -22,11 +24,21 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
         sweep_ef=tuple(args.sweep_ef),
         sweep_iterative=tuple(args.sweep_iterative),
         retrieve_queries=args.retrieve_queries,
+        lexical_budgets=tuple(args.lexical_budgets),
     )
     rep = scale_bench.run(settings)
     print(scale_bench.render(rep))
     for path in scale_bench.write(rep, args.out or scale_bench.default_out_dir()):
         print(f"wrote {path}")
+    return 0
+
+
+def cmd_lexical_recall(args: argparse.Namespace) -> int:
+    """Measure on the project database and print the table."""
+    emb = default_embedder()
+    with connect() as conn:
+        rows = lexical_recall.measure(conn, emb.id, args.sets, args.budgets, args.k)
+    print(lexical_recall.render(rows, args.k))
     return 0
 
 
@@ -64,5 +76,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=list(scale_bench.SWEEP_ITERATIVE),
     )
     p.add_argument("--retrieve-queries", type=int, default=30, help="full retrieves per size")
+    p.add_argument(
+        "--lexical-budgets",
+        type=int,
+        nargs="*",
+        default=list(scale_bench.ScaleSettings.lexical_budgets),
+        help="lexical_budget values measured beside the lane without one (none: skip)",
+    )
     p.add_argument("--out", type=Path, default=None, help="output dir (default var/bench/scale)")
     p.set_defaults(func=cmd_bench_scale)
+    lr = sub.add_parser(
+        "lexical-recall",
+        help="the lexical lane's gold recall on the demo sets, per lexical_budget",
+        description=(lexical_recall.__doc__ or "").splitlines()[0],
+    )
+    lr.add_argument("--sets", nargs="+", default=list(lexical_recall.DEFAULT_SETS))
+    lr.add_argument("--budgets", type=int, nargs="+", default=list(lexical_recall.DEFAULT_BUDGETS))
+    lr.add_argument("--k", type=int, default=40, help="lane depth (lane_k)")
+    lr.set_defaults(func=cmd_lexical_recall)

@@ -42,6 +42,30 @@ COLLECTION_KEYS = (
     "planner",
 )
 
+# Collection knobs a key holds only when they differ from their default (added after traces
+# were cached; a key without one was collected at the default).
+OPTIONAL_COLLECTION_KEYS: dict[str, Any] = {"lexical_budget": 0}
+
+
+def collection_mismatch(have: Mapping[str, Any], want: Mapping[str, Any]) -> dict[str, tuple]:
+    """The collection settings where a trace's key `have` and a config's key `want` differ, as
+    {name: (trace's, config's)}; the fanout depth is checked apart (fewer rounds replay)."""
+
+    def norm(v: Any) -> Any:
+        return list(v) if isinstance(v, tuple | list) else v
+
+    names = [*want, *(k for k in OPTIONAL_COLLECTION_KEYS if k in have and k not in want)]
+    out = {}
+    for k in names:
+        if k == "max_fanout_rounds":
+            continue
+        default = OPTIONAL_COLLECTION_KEYS.get(k)
+        a, b = have.get(k, default), want.get(k, default)
+        if norm(a) != norm(b):
+            out[k] = (a, b)
+    return out
+
+
 # Gate kinds: coverage (max cosine, the design), two_scale (the related design, rrf_hybrid arm
 # only), learned (a `citegate.models.gate_model.LearnedGate` file decides the final answer).
 GATES = ("coverage", "two_scale", "learned")
@@ -69,6 +93,11 @@ class PipelineConfig:
     # databases, 4.4e-4 with each training its own LTR model). Exact, the candidates depend on
     # the rows alone; off: production's HNSW.
     exact_dense: bool = False
+    # The lexical lane ranks only the rows its question's rarest terms match: terms in rising
+    # document frequency (counted per build at ingest) while their frequencies sum to under
+    # lane_k, then within this many postings (`lanes.choose_tier`). 0: it ranks every row that
+    # shares any content word with the question, which at 1M fragments was 10-40% of the table.
+    lexical_budget: int = 0
     pre_floor: float = 0.18  # noise floor on cosine (lexical/address hits are forced past it)
     cap: int = 60  # keep the top N by cosine before rerank
     rerank_top_k: int = 16  # keep the top K by rerank *rank*
@@ -241,7 +270,11 @@ class PipelineConfig:
     def collection_key(self) -> dict[str, Any]:
         """The values that decide which candidates a retrieval collects."""
         d = self.to_dict()
-        return {k: d[k] for k in COLLECTION_KEYS}
+        key = {k: d[k] for k in COLLECTION_KEYS}
+        for k, default in OPTIONAL_COLLECTION_KEYS.items():
+            if d[k] != default:  # absent at its default: traces collected before it stay valid
+                key[k] = d[k]
+        return key
 
 
 _UNIT_KEYS = (
@@ -259,7 +292,13 @@ _UNIT_KEYS = (
     "two_scale_fusion",
 )
 _POS_KEYS = ("lane_k", "cap", "rerank_top_k", "rrf_k", "rrf_top_k", "rrf_context_chars")
-_NN_KEYS = ("reserve_verses", "reserve_library", "sufficient_lectures", "workers")
+_NN_KEYS = (
+    "reserve_verses",
+    "reserve_library",
+    "sufficient_lectures",
+    "workers",
+    "lexical_budget",
+)
 _DEFAULTS = PipelineConfig.__dataclass_fields__
 
 DESIGN = PipelineConfig()  # the design numbers: not production, see read_production

@@ -88,15 +88,113 @@ def dense(
     return [LaneHit(r[0], f"dense:{group}", i, float(r[1])) for i, r in enumerate(rows, 1)]
 
 
+# `mru`/`msi` select the rows to rank (the whole query, or a tier of its rarest terms: NULL for a
+# config the tier has no term in, and `@@ NULL` matches nothing); every row is ranked with the
+# whole query, so a tier changes which rows are ranked, never a row's score.
 LEXICAL_SQL = """
 WITH q AS (SELECT websearch_to_tsquery('russian', %(t)s) AS ru,
-                  websearch_to_tsquery('simple', %(t)s) AS si)
+                  websearch_to_tsquery('simple', %(t)s) AS si,
+                  CASE WHEN %(tiered)s THEN %(tru)s::tsquery
+                       ELSE websearch_to_tsquery('russian', %(t)s) END AS mru,
+                  CASE WHEN %(tiered)s THEN %(tsi)s::tsquery
+                       ELSE websearch_to_tsquery('simple', %(t)s) END AS msi)
 SELECT f.id, greatest(ts_rank_cd(f.tsv_russian, q.ru), ts_rank_cd(f.tsv_simple, q.si)) AS r
 FROM fragments f, q
 WHERE f.embedder_id = %(eid)s AND f.corpus = ANY(%(corpora)s)
-  AND (f.tsv_russian @@ q.ru OR f.tsv_simple @@ q.si)
+  AND (f.tsv_russian @@ q.mru OR f.tsv_simple @@ q.msi)
 ORDER BY r DESC, f.id LIMIT %(k)s
 """
+
+
+@dataclass(frozen=True)
+class LexicalTier:
+    """Which rows the lexical lane ranks: the tsqueries (text form, None for a config with no
+    term) of the rarest terms of the question, and how many matching terms were left out."""
+
+    tiered: bool  # False: rank every row that matches any term (the lane without a budget)
+    ru: str | None = None
+    si: str | None = None
+    left_out: int = 0
+    postings: int = 0  # the chosen terms' summed document frequencies: at most the rows ranked
+
+    @classmethod
+    def everything(cls) -> LexicalTier:
+        return cls(False)
+
+
+# Document frequency of each of a text's lexemes over the searched builds, and whether every
+# searched build has its counts (`tables.refresh_lexemes`; a build ingested before they existed
+# has none, and its lexical lane then ranks every match, as without a budget).
+TERMS_SQL = """
+WITH t(txt, i) AS (SELECT * FROM unnest(%(texts)s::text[]) WITH ORDINALITY AS u(txt, i)),
+w AS (SELECT t.i, 'russian'::text AS config, x.lexeme
+      FROM t, unnest(tsvector_to_array(to_tsvector('russian', t.txt))) AS x(lexeme)
+      UNION SELECT t.i, 'simple'::text, x.lexeme
+      FROM t, unnest(tsvector_to_array(to_tsvector('simple', t.txt))) AS x(lexeme))
+SELECT w.i, w.config, w.lexeme, coalesce(sum(l.ndoc), 0)::bigint,
+       (SELECT bool_and(EXISTS (SELECT 1 FROM lexemes c WHERE c.embedder_id = %(eid)s
+                                AND c.corpus = b))
+        FROM unnest(%(corpora)s::text[]) AS b)
+FROM w LEFT JOIN lexemes l ON l.embedder_id = %(eid)s AND l.corpus = ANY(%(corpora)s)
+                          AND l.config = w.config AND l.lexeme = w.lexeme
+GROUP BY w.i, w.config, w.lexeme
+"""
+
+
+def _tsquery_text(lexemes: Sequence[str]) -> str | None:
+    """An OR tsquery over already-normalised lexemes, quoted as tsquery input wants them."""
+    if not lexemes:
+        return None
+    quoted = ("'" + x.replace("\\", "\\\\").replace("'", "''") + "'" for x in lexemes)
+    return " | ".join(quoted)
+
+
+def choose_tier(terms: Sequence[tuple[str, str, int]], k: int, budget: int) -> LexicalTier:
+    """The rarest terms first: (config, lexeme, document frequency) terms are taken in rising
+    frequency while their frequencies sum to less than `k` (so a tier can fill the lane's k),
+    then while the sum stays within `budget`; the first term that fits neither ends the tier, and
+    every more frequent one is left out. Terms no searched fragment holds are dropped (they match
+    nothing). The rows ranked are then at most max(budget, the frequency that first reached k)."""
+    live = sorted((df, config, lex) for config, lex, df in terms if df > 0)
+    chosen: list[tuple[str, str]] = []
+    total = 0
+    for df, config, lex in live:
+        if total >= k and total + df > budget:
+            break
+        chosen.append((config, lex))
+        total += df
+    by = {c: sorted(x for cc, x in chosen if cc == c) for c in ("russian", "simple")}
+    return LexicalTier(
+        True,
+        _tsquery_text(by["russian"]),
+        _tsquery_text(by["simple"]),
+        len(live) - len(chosen),
+        total,
+    )
+
+
+def lexical_tiers(
+    conn: psycopg.Connection,
+    texts: Sequence[str],
+    ks: Sequence[int],
+    embedder_id: str,
+    corpora: Sequence[str],
+    budget: int,
+) -> list[LexicalTier]:
+    """Each text's tier (`choose_tier`) from the builds' lexeme counts, in one statement; with no
+    budget, or a searched build without counts, every text ranks every match."""
+    words = [" ".join(lexical_query(t).split(" or ")) for t in texts]
+    if budget <= 0 or not any(words):
+        return [LexicalTier.everything() for _ in texts]
+    rows = conn.execute(
+        TERMS_SQL, {"texts": words, "eid": embedder_id, "corpora": list(corpora)}
+    ).fetchall()
+    if rows and not all(r[4] for r in rows):
+        return [LexicalTier.everything() for _ in texts]
+    per: dict[int, list[tuple[str, str, int]]] = {}
+    for i, config, lexeme, df, _ in rows:
+        per.setdefault(int(i) - 1, []).append((config, lexeme, int(df)))
+    return [choose_tier(per.get(i, []), k, budget) for i, k in enumerate(ks)]
 
 
 def lexical_query(text: str) -> str:
@@ -111,15 +209,22 @@ def lexical_query(text: str) -> str:
 
 
 def lexical(
-    conn: psycopg.Connection, text: str, embedder_id: str, corpora: Sequence[str], k: int
+    conn: psycopg.Connection,
+    text: str,
+    embedder_id: str,
+    corpora: Sequence[str],
+    k: int,
+    budget: int = 0,
 ) -> list[LaneHit]:
-    """Full-text hits ranked by ts_rank_cd, the better of the stemmed and unstemmed configs."""
+    """Full-text hits ranked by ts_rank_cd, the better of the stemmed and unstemmed configs; with
+    a `budget`, only the rows the question's rarest terms match are ranked (`choose_tier`)."""
     q = lexical_query(text)
     if not q:
         return []
-    rows = conn.execute(
-        LEXICAL_SQL, {"t": q, "eid": embedder_id, "corpora": list(corpora), "k": k}
-    ).fetchall()
+    (tier,) = lexical_tiers(conn, [text], [k], embedder_id, corpora, budget)
+    params = {"t": q, "eid": embedder_id, "corpora": list(corpora), "k": k}
+    params.update({"tiered": tier.tiered, "tru": tier.ru, "tsi": tier.si})
+    rows = conn.execute(LEXICAL_SQL, params).fetchall()
     return [LaneHit(r[0], "lexical", i, float(r[1])) for i, r in enumerate(rows, 1)]
 
 
@@ -217,14 +322,18 @@ SELECT {lane}::text AS lane, q.i, h.ids, h.scores FROM q CROSS JOIN LATERAL (
 WHERE q.k = {k}"""
 _TEXT_CTES = """,
 lx AS (SELECT i, k, websearch_to_tsquery('russian', lex) AS ru,
-              websearch_to_tsquery('simple', lex) AS si FROM q WHERE lex <> ''),
-lxd AS (SELECT ru, si, max(k) AS k FROM lx GROUP BY ru, si),
-lxh AS MATERIALIZED (SELECT lxd.ru, lxd.si, h.ids, h.scores FROM lxd CROSS JOIN LATERAL (
+              websearch_to_tsquery('simple', lex) AS si,
+              CASE WHEN tiered THEN tru::tsquery ELSE websearch_to_tsquery('russian', lex) END AS mru,
+              CASE WHEN tiered THEN tsi::tsquery ELSE websearch_to_tsquery('simple', lex) END AS msi
+       FROM q WHERE lex <> ''),
+lxd AS (SELECT ru, si, mru, msi, max(k) AS k FROM lx GROUP BY ru, si, mru, msi),
+lxh AS MATERIALIZED (SELECT lxd.ru, lxd.si, lxd.mru, lxd.msi, h.ids, h.scores
+  FROM lxd CROSS JOIN LATERAL (
   SELECT array_agg(s.id) AS ids, array_agg(s.r::text) AS scores FROM (
     SELECT f.id, greatest(ts_rank_cd(f.tsv_russian, lxd.ru), ts_rank_cd(f.tsv_simple, lxd.si)) AS r
     FROM fragments f
     WHERE f.embedder_id = %(eid)s AND f.corpus = ANY(%(corpora)s)
-      AND (f.tsv_russian @@ lxd.ru OR f.tsv_simple @@ lxd.si)
+      AND (f.tsv_russian @@ lxd.mru OR f.tsv_simple @@ lxd.msi)
     ORDER BY r DESC, f.id LIMIT lxd.k) s) h),
 ad AS (SELECT labels, max(k) AS k FROM q WHERE cardinality(labels) > 0 GROUP BY labels),
 adh AS MATERIALIZED (SELECT ad.labels, h.ids FROM ad CROSS JOIN LATERAL (
@@ -243,6 +352,7 @@ tgh AS MATERIALIZED (SELECT tg.t, h.ids, h.scores FROM tg CROSS JOIN LATERAL (
 _TEXT_PARTS = """
 SELECT 'lexical'::text, lx.i, lxh.ids, lxh.scores FROM lxh
 JOIN lx ON lx.ru = lxh.ru AND lx.si = lxh.si
+       AND lx.mru IS NOT DISTINCT FROM lxh.mru AND lx.msi IS NOT DISTINCT FROM lxh.msi
 UNION ALL
 SELECT 'address:exact'::text, q.i, adh.ids, NULL::text[] FROM adh JOIN q ON q.labels = adh.labels
 UNION ALL
@@ -264,7 +374,8 @@ def _batch_sql(
     values = sql.SQL(", ").join(
         sql.SQL(
             "({i}, %(v{i})s::vector({d}), %(lex{i})s::text, %(labels{i})s::text[], "
-            "%(t{i})s::text, %(k{i})s::int)"
+            "%(t{i})s::text, %(k{i})s::int, %(tiered{i})s::bool, %(tru{i})s::text, "
+            "%(tsi{i})s::text)"
         ).format(i=sql.Literal(i), d=sql.Literal(dim))
         for i in range(n)
     )
@@ -282,7 +393,8 @@ def _batch_sql(
     ]
     if text_lanes:
         parts.append(sql.SQL(_TEXT_PARTS))
-    return sql.SQL("WITH q(i, v, lex, labels, t, k) AS (VALUES {values}){ctes}\n{parts}").format(
+    head = "WITH q(i, v, lex, labels, t, k, tiered, tru, tsi) AS (VALUES {values}){ctes}\n{parts}"
+    return sql.SQL(head).format(
         values=values,
         ctes=sql.SQL(_TEXT_CTES if text_lanes else ""),
         parts=sql.SQL("\nUNION ALL").join(parts),
@@ -301,16 +413,20 @@ def batch_hits(
     groups: Sequence[str] = tuple(KIND_GROUPS),
     text_lanes: bool = True,
     exact: bool = False,
+    lexical_budget: int = 0,
 ) -> list[list[LaneHit]]:
     """Per text, the hits `dense` (each group in `groups`), `lexical` and `address` give it at its
     depth `ks[i]`, in that order and ranked as the single-text calls rank them; in ONE statement
-    for all texts. `text_lanes=False` runs the dense lanes only; `exact=True` forces exact dense
-    scans (equal cosines ranked by fragment id)."""
+    for all texts (and one more to read the lexeme counts when a `lexical_budget` is set).
+    `text_lanes=False` runs the dense lanes only; `exact=True` forces exact dense scans (equal
+    cosines ranked by fragment id)."""
     if not len(texts):
         return []
     params: dict[str, object] = {"corpora": list(corpora), "eid": embedder_id}
     params.update({f"kinds_{g}": list(KIND_GROUPS[g]) for g in groups})
-    for i, (text, vec, k) in enumerate(zip(texts, qvecs, ks, strict=True)):
+    budget = lexical_budget if text_lanes else 0
+    tiers = lexical_tiers(conn, texts, ks, embedder_id, corpora, budget)
+    for i, (text, vec, k, tier) in enumerate(zip(texts, qvecs, ks, tiers, strict=True)):
         labels = [verse_label(c, v) for c, v in find_verse_refs(text)] if text_lanes else []
         params.update(
             {
@@ -319,6 +435,9 @@ def batch_hits(
                 f"labels{i}": labels,
                 f"t{i}": text[:300],
                 f"k{i}": int(k),
+                f"tiered{i}": tier.tiered,
+                f"tru{i}": tier.ru,
+                f"tsi{i}": tier.si,
             }
         )
     query = _batch_sql(len(texts), int(qvecs.shape[1]), embedder_id, groups, ks, text_lanes, exact)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from citegate.core.config import COLLECTION_KEYS, PipelineConfig
+from citegate.core.config import COLLECTION_KEYS, PipelineConfig, collection_mismatch
 from citegate.core.errors import ConfigError
 from citegate.core.types import (
     FORCING_LANES,
@@ -62,11 +62,7 @@ def replay(trace: RetrievalTrace, cfg: PipelineConfig) -> RetrievalResult:
     the thresholds of the question's language (`gate.question_language(trace.question)`). A
     learned gate replays like the coverage gate here (its rounds decide the fanout). With
     `fanout: always` every collected round runs, whatever the gate says of round one."""
-    mismatch = {
-        k: (trace.collection.get(k), v)
-        for k, v in cfg.collection_key().items()
-        if k != "max_fanout_rounds" and _norm(trace.collection.get(k)) != _norm(v)
-    }
+    mismatch = collection_mismatch(trace.collection, cfg.collection_key())
     if mismatch:
         raise ConfigError(f"cannot replay: collection settings differ {mismatch}")
     if cfg.max_fanout_rounds > trace.collection["max_fanout_rounds"]:
@@ -85,10 +81,6 @@ def replay(trace: RetrievalTrace, cfg: PipelineConfig) -> RetrievalResult:
             break
     decision = rounds[-1].gate.retrieval_decision
     return RetrievalResult(rounds[-1].notes, decision, tuple(rounds), trace)
-
-
-def _norm(v: Any) -> Any:
-    return list(v) if isinstance(v, tuple | list) else v
 
 
 # ---------------------------------------------------------------- collection (database, models)
@@ -117,8 +109,9 @@ def _lane_hits(
     ks = [k for ts, _, k in rounds for _ in ts]
     vecs = np.vstack([vs for ts, vs, _ in rounds if len(ts)])
     flat = lanes.batch_hits(
-        conn, texts, vecs, ks, embedder_id, cfg.corpora, cfg.address_trgm, exact=cfg.exact_dense
-    )
+        conn, texts, vecs, ks, embedder_id, cfg.corpora, cfg.address_trgm,
+        exact=cfg.exact_dense, lexical_budget=cfg.lexical_budget,
+    )  # fmt: skip
     out, start = [], 0
     for ts, _, _ in rounds:
         out.append(flat[start : start + len(ts)])
@@ -154,7 +147,7 @@ def _text_hits(
         for g in lanes.KIND_GROUPS
         for h in lanes.dense(conn, vec, embedder_id, cfg.corpora, g, depth, exact=cfg.exact_dense)
     ]
-    hits += lanes.lexical(conn, text, embedder_id, cfg.corpora, depth)
+    hits += lanes.lexical(conn, text, embedder_id, cfg.corpora, depth, cfg.lexical_budget)
     return hits + lanes.address(conn, text, embedder_id, cfg.corpora, depth, cfg.address_trgm)
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from citegate.core.config import PipelineConfig
+from citegate.core.config import PipelineConfig, collection_mismatch
 from citegate.core.errors import ConfigError
 from citegate.core.types import (
     Decision,
@@ -212,19 +212,11 @@ def check_replayable(p: PackedTraces, cfg: PipelineConfig) -> None:
     collected under other collection settings or with fewer fanout rounds than `cfg` asks."""
     want = cfg.collection_key()
     for coll, _ in p.collections:
-        mismatch = {
-            k: (coll.get(k), v)
-            for k, v in want.items()
-            if k != "max_fanout_rounds" and _norm(coll.get(k)) != _norm(v)
-        }
+        mismatch = collection_mismatch(coll, want)
         if mismatch:
             raise ConfigError(f"cannot replay: collection settings differ {mismatch}")
         if cfg.max_fanout_rounds > coll["max_fanout_rounds"]:
             raise ConfigError("cannot replay more fanout rounds than the trace collected")
-
-
-def _norm(v: Any) -> Any:
-    return list(v) if isinstance(v, tuple | list) else v
 
 
 def _rounds(p: PackedTraces, cfg: PipelineConfig) -> tuple[list[_Round], np.ndarray, np.ndarray]:

@@ -50,6 +50,7 @@ from citegate.research.bench import (
     session_settings,
 )
 from citegate.store import db
+from citegate.store.tables import refresh_lexemes
 
 K = 16
 CORPUS = "scale"
@@ -89,6 +90,9 @@ class ScaleSettings:
     sweep_ef: tuple[int, ...] = SWEEP_EF
     sweep_iterative: tuple[str, ...] = SWEEP_ITERATIVE
     retrieve_queries: int = 30  # full retrieves per size (each runs every lane twice)
+    # the lexical lane's budgets measured beside the lane without one (`lanes.choose_tier`);
+    # the full retrieve runs once more with the first
+    lexical_budgets: tuple[int, ...] = (1024, 8192)
 
 
 @dataclass
@@ -104,6 +108,10 @@ class SizeResult:
     sweep: dict[str, dict[str, dict[str, dict[str, float]]]] = field(default_factory=dict)
     text_lanes: dict[str, dict[str, float]] = field(default_factory=dict)  # lane -> p50/p95 ms
     retrieve: dict[str, dict[str, float]] = field(default_factory=dict)  # stage -> p50/p95 ms
+    lexemes_s: float = 0.0  # counting the lexemes' document frequencies (what an ingest adds)
+    # budget -> p50/p95 ms, overlap@16 with the lane without a budget, postings ranked (mean)
+    lexical_tiers: dict[str, dict[str, float]] = field(default_factory=dict)
+    retrieve_tiered: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def predicted_wall(done: Sequence[SizeResult], n: int) -> float:
@@ -160,6 +168,15 @@ def load(
         for i in range(n):
             copy.write_row(_row(frags[src[i]], i, eid, dim, vecs[i]))
     conn.execute("VACUUM ANALYZE fragments")
+    return time.perf_counter() - clock
+
+
+def count_lexemes(conn: psycopg.Connection, eid: str) -> float:
+    """The lexeme counts an ingest writes (`tables.refresh_lexemes`), for the synthetic corpus;
+    returns seconds."""
+    clock = time.perf_counter()
+    with conn.transaction():
+        refresh_lexemes(conn, eid, CORPUS)
     return time.perf_counter() - clock
 
 
@@ -274,6 +291,32 @@ def measure_text_lanes(
     return out
 
 
+def measure_lexical_tiers(
+    conn: psycopg.Connection, questions: Sequence[str], eid: str, budgets: Sequence[int]
+) -> dict[str, dict[str, float]]:
+    """Per budget: the lexical lane's p50/p95 at depth K, its overlap@K with the lane without a
+    budget (the share of that lane's top K it also returns) and the postings its tiers rank."""
+    full = {q: {h.fragment_id for h in lanes.lexical(conn, q, eid, [CORPUS], K)} for q in questions}
+    out = {}
+    for budget in budgets:
+        lanes.lexical(conn, questions[0], eid, [CORPUS], K, budget)  # warm-up
+        seconds, overlap, postings = [], [], []
+        for q in questions:
+            clock = time.perf_counter()
+            got = lanes.lexical(conn, q, eid, [CORPUS], K, budget)
+            seconds.append(time.perf_counter() - clock)
+            if full[q]:
+                overlap.append(len(full[q] & {h.fragment_id for h in got}) / len(full[q]))
+            (tier,) = lanes.lexical_tiers(conn, [q], [K], eid, [CORPUS], budget)
+            postings.append(tier.postings)
+        out[str(budget)] = {
+            **_pct(seconds),
+            "overlap_at_16": float(np.mean(overlap)) if overlap else math.nan,
+            "postings_mean": float(np.mean(postings)),
+        }
+    return out
+
+
 class QueryVectors:
     """An embedder over vectors computed beforehand: `retrieve` at scale then pays nothing to
     embed (a cached query vector), and its id names the synthetic corpus's vectors."""
@@ -290,11 +333,11 @@ class QueryVectors:
 
 
 def measure_retrieve(
-    conn: psycopg.Connection, questions: Sequence[str], emb: QueryVectors
+    conn: psycopg.Connection, questions: Sequence[str], emb: QueryVectors, lexical_budget: int = 0
 ) -> dict[str, dict[str, float]]:
-    """A full `retrieve` per question (default config on the synthetic corpus): p50/p95 of the
-    lanes, fetch and rerank stages and of the whole call."""
-    cfg = PipelineConfig(embedder=emb.id, corpora=(CORPUS,))
+    """A full `retrieve` per question (default config on the synthetic corpus, with the given
+    lexical budget): p50/p95 of the lanes, fetch and rerank stages and of the whole call."""
+    cfg = PipelineConfig(embedder=emb.id, corpora=(CORPUS,), lexical_budget=lexical_budget)
     rr = CosineReranker()
     retrieve(conn, questions[0], cfg, emb, rr)  # warm-up
     per: dict[str, list[float]] = {k: [] for k in ("lanes", "fetch", "rerank", "total")}
@@ -341,6 +384,7 @@ def run(s: ScaleSettings, tmp_root: Path | None = None) -> dict[str, Any]:
                 print(f"scale bench: {n} fragments predicted not to fit the budget; stopping")
                 break
             res = SizeResult(n, load(conn, frags, base, n, eid, s), build_index(conn, eid, dim))
+            res.lexemes_s = count_lexemes(conn, eid)
             conn.execute("ANALYZE fragments")
             exacts = {}
             for g in s.groups:
@@ -348,6 +392,10 @@ def run(s: ScaleSettings, tmp_root: Path | None = None) -> dict[str, Any]:
             res.sweep = measure_sweep(conn, qvecs, eid, exacts, s)
             res.text_lanes = measure_text_lanes(conn, questions, eid)
             res.retrieve = measure_retrieve(conn, asked, QueryVectors(eid, table))
+            if s.lexical_budgets:
+                res.lexical_tiers = measure_lexical_tiers(conn, questions, eid, s.lexical_budgets)
+                vectors = QueryVectors(eid, table)
+                res.retrieve_tiered = measure_retrieve(conn, asked, vectors, s.lexical_budgets[0])
             res.wall_s = time.perf_counter() - clock
             results.append(res)
             print(f"scale bench: {n} fragments done ({res.build_s:.1f} s build)", flush=True)
@@ -428,7 +476,38 @@ def render(rep: dict[str, Any]) -> str:
             f"NOT RUN: {int(n):,} fragments; HNSW build extrapolated from the measured slope "
             f"({rep['slopes']['build_s']:.2f}): {sec:.0f} s"
         )
-    return "\n".join([*lines, *_lanes_lines(rep), *_sweep_lines(rep)])
+    return "\n".join([*lines, *_lanes_lines(rep), *_tier_lines(rep), *_sweep_lines(rep)])
+
+
+def _tier_lines(rep: dict[str, Any]) -> list[str]:
+    """The lexical lane per budget beside the lane without one, and the retrieve with the first
+    budget."""
+    rows = [r for r in rep["sizes"] if r.get("lexical_tiers")]
+    if not rows:
+        return []
+    title = (
+        "Lexical lane with a budget (the rarest terms first, `lexical_budget`): p50 / p95 ms, "
+        "overlap@16 with the lane without one, mean postings ranked; then a full retrieve "
+        "with the first budget"
+    )
+    lines = ["", title, "", "| size | budget | lexical ms | overlap@16 | postings | retrieve ms |"]
+    lines.append("|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        first = str(rep["settings"]["lexical_budgets"][0])
+        lex = r["text_lanes"]["lexical"]
+        whole = r["retrieve"]["total"]
+        lines.append(
+            f"| {r['size']:,} | none | {lex['p50_ms']:.1f} / {lex['p95_ms']:.1f} | 1.000 | "
+            f"| {whole['p50_ms']:.1f} / {whole['p95_ms']:.1f} |"
+        )
+        for budget, m in r["lexical_tiers"].items():
+            tiered = r["retrieve_tiered"]["total"] if budget == first else None
+            cell = f"{tiered['p50_ms']:.1f} / {tiered['p95_ms']:.1f}" if tiered else ""
+            lines.append(
+                f"| {r['size']:,} | {int(budget):,} | {m['p50_ms']:.1f} / {m['p95_ms']:.1f} | "
+                f"{m['overlap_at_16']:.3f} | {m['postings_mean']:.0f} | {cell} |"
+            )
+    return lines
 
 
 def _lanes_lines(rep: dict[str, Any]) -> list[str]:

@@ -141,8 +141,16 @@ class _Writer:
         self.pending.extend(todo)
         self.pending_sources += 1
 
-    def flush(self, delete: Sequence[str] = ()) -> None:
-        """Embed the queued sources, then write them (and `delete`) in one transaction."""
+    def flush(self, delete: Sequence[str] = (), *, last: bool = False) -> None:
+        """Embed the queued sources, then write them (and `delete`) in one transaction; the
+        `last` write recounts the corpus's lexemes when anything changed or none are counted."""
+        lexemes = last and bool(
+            self.written
+            or self.deleted
+            or self.pending
+            or delete
+            or not store.has_lexemes(self.conn, self.embedder.id, self.corpus)
+        )
         vectors = [np.zeros((0, self.embedder.dim), dtype=np.float32)]
         for batch in _batches(self.pending, self.batch_size):
             vectors.append(self.embedder.embed_passages([f.text for f in batch]))
@@ -155,6 +163,7 @@ class _Writer:
             self.corpus,
             origin=self.origin if self.seen else None,
             delete=delete,
+            lexemes=lexemes,
         )
         self.written += written
         self.deleted += deleted
@@ -286,7 +295,7 @@ def _ingest_locked(
                 f"corpus {corpus!r}: the source has no fragments, so this ingest would remove all "
                 f"{len(delete)} stored fragments; pass --replace to empty the corpus"
             )
-        w.flush(delete)
+        w.flush(delete, last=True)
     if w.written or w.deleted:
         store.vacuum(conn)
     return IngestReport(

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import psycopg
+from psycopg import sql
 
 from citegate.core.fragments import Fragment
 
@@ -126,9 +127,11 @@ def write_sources(
     *,
     origin: str | None,
     delete: Sequence[str] = (),
+    lexemes: bool = False,
 ) -> tuple[int, int]:
-    """In ONE transaction: upsert whole sources' fragments, delete the `delete` keys of the corpus
-    and record where the corpus came from. Returns (rows written, rows deleted)."""
+    """In ONE transaction: upsert whole sources' fragments, delete the `delete` keys of the corpus,
+    record where the corpus came from and (`lexemes`, on an ingest's last write) recount its
+    lexemes' document frequencies. Returns (rows written, rows deleted)."""
     with conn.transaction():
         written = _upsert(conn, frags, vectors, embedder_id)
         deleted = 0
@@ -139,7 +142,40 @@ def write_sources(
             ).rowcount
         if origin is not None:
             record_origin(conn, embedder_id, corpus, origin)
+        if lexemes:
+            refresh_lexemes(conn, embedder_id, corpus)
         return written, max(deleted, 0)
+
+
+def refresh_lexemes(conn: psycopg.Connection, embedder_id: str, corpus: str) -> int:
+    """Recount, from the stored tsvectors, how many fragments of (embedder, corpus) hold each
+    lexeme, per text-search config (`ts_stat`: one pass over the build); returns the rows written.
+    The lexical lane's tiers read these (`lanes.lexical_tiers`)."""
+    conn.execute(
+        "DELETE FROM lexemes WHERE embedder_id = %s AND corpus = %s", (embedder_id, corpus)
+    )
+    n = 0
+    for config, column in (("russian", "tsv_russian"), ("simple", "tsv_simple")):
+        inner = sql.SQL("SELECT {col} FROM fragments WHERE embedder_id = {e} AND corpus = {c}")
+        query = inner.format(
+            col=sql.Identifier(column), e=sql.Literal(embedder_id), c=sql.Literal(corpus)
+        ).as_string(conn)
+        n += conn.execute(
+            "INSERT INTO lexemes (embedder_id, corpus, config, lexeme, ndoc) "
+            "SELECT %s, %s, %s, word, ndoc FROM ts_stat(%s)",
+            (embedder_id, corpus, config, query),
+        ).rowcount
+    return n
+
+
+def has_lexemes(conn: psycopg.Connection, embedder_id: str, corpus: str) -> bool:
+    """Whether (embedder, corpus) has its lexeme counts (a build ingested before they existed
+    has none until its next ingest writes or finds it unchanged)."""
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM lexemes WHERE embedder_id = %s AND corpus = %s)",
+        (embedder_id, corpus),
+    ).fetchone()
+    return bool(row[0])
 
 
 def record_origin(conn: psycopg.Connection, embedder_id: str, corpus: str, origin: str) -> None:
@@ -185,9 +221,13 @@ def drop_corpus(conn: psycopg.Connection, embedder_id: str, corpus: str) -> int:
         n = conn.execute(
             "DELETE FROM fragments WHERE embedder_id = %s AND corpus = %s", (embedder_id, corpus)
         ).rowcount
-        conn.execute(
-            "DELETE FROM corpora WHERE embedder_id = %s AND corpus = %s", (embedder_id, corpus)
-        )
+        for table in ("corpora", "lexemes"):
+            conn.execute(
+                sql.SQL("DELETE FROM {} WHERE embedder_id = %s AND corpus = %s").format(
+                    sql.Identifier(table)
+                ),
+                (embedder_id, corpus),
+            )
     return max(n, 0)
 
 
