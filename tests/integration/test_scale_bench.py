@@ -69,6 +69,11 @@ def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path, server_root: Pat
         assert all(
             math.isfinite(c["p50_ms"]) for c in [*r["text_lanes"].values(), *r["retrieve"].values()]
         )
+        # the lexical lane with each budget beside the lane without one, and a retrieve with one
+        assert set(r["lexical_tiers"]) == {"1024", "8192"} and r["lexemes_s"] > 0
+        for m in r["lexical_tiers"].values():
+            assert 0.0 <= m["overlap_at_16"] <= 1.0 and m["postings_mean"] > 0
+        assert math.isfinite(r["retrieve_tiered"]["total"]["p50_ms"])
     assert all(math.isfinite(v) for v in rep["slopes"].values())
     # with HNSW forced every setting is served by the index (the planner may still prefer a scan)
     forced = [
@@ -79,6 +84,7 @@ def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path, server_root: Pat
     assert list(rep["build_s_extrapolated"]) == ["1000000"] and rep["not_run"] == []
     text = scale_bench.render(rep)
     assert "NOT RUN: 1,000,000 fragments" in text and "ef_search x iterative_scan" in text
+    assert "Lexical lane with a budget" in text and "| 2,000 | 8,192 |" in text
     files = scale_bench.write(rep, tmp_path / "out")
     assert [p.name for p in files] == ["scale.json", "scale.png"]
     assert all(p.stat().st_size > 0 for p in files)

@@ -105,6 +105,26 @@ def test_study_signals_keep_notebook_03s_definitions() -> None:
     assert study["rrf_rerank_max"] == 0.0  # no reranker: no rerank scores
 
 
+def test_a_config_that_does_not_pin_named_verses_never_sees_the_named_lane_in_its_signals() -> None:
+    """What only the named lane found is not a candidate of such a config: the RRF signals (and
+    the two-scale fusion) of a trace that holds it equal those of the trace without it."""
+    q = "In Chapter 2, Verse 13, what passes from body to body?"
+    plain = [
+        slim(score=0.6, lanes=("dense:verses@r1", "lexical@r1"), rerank_score=0.4),
+        slim(score=0.5, rerank_score=0.3),
+    ]
+    named = slim(score=0.95, lanes=("address:named@r1",), addr_label="BG 2.13", rerank_score=0.9)
+    two_scale = CFG.replace(arm="rrf_hybrid", gate="two_scale")
+    for cfg in (CFG, two_scale):
+        with_lane = result(q, [*plain, named], "ltr/x", cfg=cfg)
+        without = result(q, plain, "ltr/x", cfg=cfg)
+        assert sg.study_signals(with_lane, cfg) == sg.study_signals(without, cfg)
+        assert arms.gate_signal(with_lane, cfg) == arms.gate_signal(without, cfg)
+    pinned = CFG.replace(pin_named_verses=True)
+    seen = sg.study_signals(result(q, [*plain, named], "ltr/x", cfg=pinned), pinned)
+    assert seen["max_rerank"] == pytest.approx(0.9)  # pinned, it is a note
+
+
 def test_the_zero_filled_margin_counts_a_missing_note_as_zero() -> None:
     one = sg.study_signals(result("What is yoga?", [make_candidate(score=0.6)]), CFG)
     assert one["margin_top1_top2_zero_filled"] == pytest.approx(0.6)

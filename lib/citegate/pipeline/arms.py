@@ -111,5 +111,6 @@ def gate_signal(result: RetrievalResult, cfg: PipelineConfig) -> float:
     if cfg.arm != "rrf_hybrid" or cfg.gate != "two_scale":
         return float(result.max_score)
     reranked = result.trace.reranker_id != "none"
-    fused = fusion_scores([c for c in result.trace.candidates if c.round == 1], cfg)
+    pool = lane_view(result.trace.candidates, cfg.pin_named_verses)
+    fused = fusion_scores([c for c in pool if c.round == 1], cfg)
     return two_scale_verdict(result.notes, fused, cfg, reranked)[1]

@@ -54,6 +54,7 @@ from citegate.core.types import Candidate, RetrievalResult
 from citegate.corpus.sources.address import named_verses, verse_label
 from citegate.models.gate_model import SIGNALS
 from citegate.pipeline.arms import gate_signal, rrf_cut, rrf_replay
+from citegate.pipeline.cut import lane_view
 from citegate.pipeline.lanes import lexical_query
 from citegate.store.tables import fragment_texts
 
@@ -171,7 +172,8 @@ def study_signals(result: RetrievalResult, cfg: PipelineConfig) -> dict[str, flo
     RRF ones replay the same trace under arm=rrf_hybrid."""
     notes = result.notes
     reranked = result.trace.reranker_id != "none"
-    rrf_notes, _, fused = rrf_cut(result.trace.candidates, cfg.replace(arm="rrf_hybrid"), reranked)
+    pool = lane_view(result.trace.candidates, cfg.pin_named_verses)  # the pool `cfg` sees
+    rrf_notes, _, fused = rrf_cut(pool, cfg.replace(arm="rrf_hybrid"), reranked)
     rerank = (c.rerank_score if c.rerank_score is not None else c.score for c in notes)
     cos = _cosines(notes) or [0.0]
     return {
