@@ -11,18 +11,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citegate.research import scale_bench
+from citegate.core.fragments import Fragment
+from citegate.research import scale_bench, scale_corpus
 
 pytestmark = pytest.mark.db
 
 
-def test_perturbed_is_seeded_unit_and_keeps_sources() -> None:
+FRAG = Fragment("k", "gita", "verse", "s", "text.", "en", addr_label="BG 1.1")
+
+
+def test_copies_are_seeded_unit_and_keep_sources() -> None:
     base = np.eye(4, 8, dtype=np.float32)
-    src, v = scale_bench.perturbed(base, 10, 0.02, np.random.default_rng(1))
-    src2, v2 = scale_bench.perturbed(base, 10, 0.02, np.random.default_rng(1))
-    assert np.array_equal(src, src2) and np.array_equal(v, v2)
+    plan = scale_bench.plan([FRAG] * 4, 10, scale_bench.ScaleSettings(corpus="copies", seed=1))
+    again = scale_bench.plan([FRAG] * 4, 10, scale_bench.ScaleSettings(corpus="copies", seed=1))
+    v = scale_corpus.block_vectors(base, plan, 0)
+    assert np.array_equal(plan.sources, again.sources)
+    assert np.array_equal(v, scale_corpus.block_vectors(base, again, 0))
     assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
-    assert np.all((v * base[src]).sum(axis=1) > 0.9)
+    assert np.all((v * base[plan.sources[:, 0]]).sum(axis=1) > 0.9)
 
 
 def test_slope_of_a_power_law() -> None:
@@ -82,8 +88,13 @@ def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path, server_root: Pat
     assert all(m["hnsw_share"] == 1.0 for m in forced)
     # 1M is not run but its build time is extrapolated from the measured slope, and said so
     assert list(rep["build_s_extrapolated"]) == ["1000000"] and rep["not_run"] == []
+    # the synthetic corpus's nearest-neighbour profile at each size beside the real corpus's
+    assert rep["settings"]["corpus"] == "mixtures" and rep["nn_real"]["n"] > 1_000
+    for nn in [rep["nn_real"], *(r["nn"] for r in rep["sizes"])]:
+        assert 0.0 < nn["p1"] <= nn["p50"] <= nn["p99"] <= 1.0 + 1e-6, nn
     text = scale_bench.render(rep)
     assert "NOT RUN: 1,000,000 fragments" in text and "ef_search x iterative_scan" in text
+    assert "| real gita | " in text and "| synthetic | 2,000 | " in text
     assert "Lexical lane with a budget" in text and "| 2,000 | 8,192 |" in text
     files = scale_bench.write(rep, tmp_path / "out")
     assert [p.name for p in files] == ["scale.json", "scale.png"]

@@ -1,6 +1,6 @@
 """`citegate bench-scale`: the lanes, a full retrieve and the HNSW index (build, ef_search x
-iterative_scan) on synthetic corpora of 10k to 1M fragments (real vectors, seeded perturbation,
-own embedded PostgreSQL)."""
+iterative_scan) on synthetic corpora of 10k to 1M fragments (seeded mixtures of real fragments,
+or noisy copies with `--corpus copies`; own embedded PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from citegate.models.embed import default_embedder
-from citegate.research import lexical_recall, scale_bench
+from citegate.research import lexical_recall, scale_bench, scale_corpus
 from citegate.store.db import connect
 
 
@@ -19,6 +19,8 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
         queries=args.queries,
         groups=tuple(args.groups),
         seed=args.seed,
+        corpus=args.corpus,
+        noise=args.noise,
         time_budget_s=args.budget_min * 60.0,
         extrapolate_to=tuple(args.extrapolate_to),
         sweep_ef=tuple(args.sweep_ef),
@@ -55,6 +57,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--queries", type=int, default=50, help="demo question vectors per size")
     p.add_argument("--groups", nargs="+", default=list(scale_bench.DEFAULT_GROUPS))
     p.add_argument("--seed", type=int, default=16)
+    p.add_argument(
+        "--corpus",
+        choices=list(scale_corpus.CORPUS_KINDS),
+        default=scale_bench.ScaleSettings.corpus,
+        help="synthetic fragments: mixtures of 2-3 real ones (default) or noisy copies of one",
+    )
+    p.add_argument(
+        "--noise",
+        type=float,
+        default=None,
+        help=(
+            "per-dimension noise sigma (default: "
+            f"{scale_corpus.MIX_NOISE} for mixtures, {scale_corpus.COPY_NOISE} for copies)"
+        ),
+    )
     p.add_argument(
         "--budget-min",
         type=float,

@@ -1,17 +1,24 @@
 """Scale bench: the dense lane and its HNSW index on synthetic corpora of 10k to 1M fragments.
 
-No text is embedded: every synthetic fragment is a copy of one real `gita` fragment (its kind,
-text and address) whose stored vector is the real fragment's vector plus seeded gaussian noise,
-re-normalised to unit length. Rows are bulk-loaded with binary COPY into a private embedded
-PostgreSQL in a temp dir, the HNSW index is built afterwards (timed), and at each size the bench
-measures:
+No text is embedded: the synthetic corpus is grown from the real `gita` fragments and their
+cached vectors by `research.scale_corpus`. By default (`corpus="mixtures"`) each synthetic
+fragment mixes 2 or 3 distinct real fragments of the same kind (Dirichlet weights, gaussian
+noise, re-normalised; text spliced from the sources' sentences, address from the dominant one),
+so its neighbours are about as close as real neighbours are; `corpus="copies"` is the bench
+before issue 24 (each fragment a noisy copy of one real fragment, text verbatim, ~222 copies of
+each at 1M: a query's exact top-16 is then a tie among copies). The report puts the synthetic
+corpus's nearest-neighbour cosine profile at each size beside the real corpus's
+(`scale_corpus.Nearest`). Rows are generated in blocks and bulk-loaded with binary COPY into a
+private embedded PostgreSQL in a temp dir, the HNSW index is built afterwards (timed), and at
+each size the bench measures:
 - the dense lane (`lanes.dense` on the connection `db.connect` gives: the config's ef_search and
   iterative_scan) p50/p95, recall@16 against an exact scan, and the share of queries the planner
   served from the HNSW index;
 - a sweep of `hnsw.ef_search` x `hnsw.iterative_scan`: recall@16 against the same exact top-16,
   p50 and HNSW share, as the planner runs the query and with the HNSW index forced;
-- the lexical and address lanes (their text is the copied real text, so every text occurs
-  size / base-size times and lexical matches grow with the corpus);
+- the lexical and address lanes (spliced real clauses with mixtures, so lexical matches grow
+  with the corpus as real text's would; verbatim copies, each text size / base-size times, with
+  copies);
 - a full `retrieve` (plan, lanes as one batched statement, fetch, cosine rerank, cut) with the
   query vectors already computed, so the embedder costs nothing.
 Query vectors are real demo question embeddings from the cached embedder. Growth is summarised as
@@ -40,6 +47,7 @@ from citegate.models.rerank import CosineReranker
 from citegate.pipeline import lanes
 from citegate.pipeline.plan import clean_question, keywords
 from citegate.pipeline.retrieve import retrieve
+from citegate.research import scale_corpus
 from citegate.research.bench import (
     FORCE_HNSW,
     bench_server,
@@ -58,7 +66,6 @@ DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 DEFAULT_GROUPS = ("transcripts", "verses", "library")  # 3%, 78% and 19% of the rows
 SWEEP_EF = (40, 80, 160, 200)  # 200: what db.connect sets today
 SWEEP_ITERATIVE = ("off", "relaxed_order", "strict_order")
-NOISE = 0.02  # per-dimension sigma; noise norm ~0.39 in 384 dims, so a copy keeps cosine ~0.93
 COPY_COLUMNS = (
     "frag_key, corpus, kind, source_id, track_id, start_ms, end_ms, book, loc_token, "
     "addr_label, text, lang, tokens, content_hash, embedder_id, dim, embedding"
@@ -81,7 +88,8 @@ class ScaleSettings:
     sizes: tuple[int, ...] = DEFAULT_SIZES
     queries: int = 50
     groups: tuple[str, ...] = DEFAULT_GROUPS
-    noise: float = NOISE
+    corpus: str = "mixtures"  # or "copies" (the bench before issue 24): `scale_corpus.CORPUS_KINDS`
+    noise: float | None = None  # per-dimension sigma; None: the corpus's default
     seed: int = 16
     # HNSW builds far slower once the graph outgrows maintenance_work_mem (~1.8 GB at 1M x 384)
     maintenance_work_mem: str = "2GB"
@@ -93,6 +101,10 @@ class ScaleSettings:
     # the lexical lane's budgets measured beside the lane without one (`lanes.choose_tier`);
     # the full retrieve runs once more with the first
     lexical_budgets: tuple[int, ...] = (1024, 8192)
+
+    def __post_init__(self) -> None:
+        """Refuse an unknown corpus kind before any work."""
+        scale_corpus.default_noise(self.corpus)
 
 
 @dataclass
@@ -112,6 +124,7 @@ class SizeResult:
     # budget -> p50/p95 ms, overlap@16 with the lane without a budget, postings ranked (mean)
     lexical_tiers: dict[str, dict[str, float]] = field(default_factory=dict)
     retrieve_tiered: dict[str, dict[str, float]] = field(default_factory=dict)
+    nn: dict[str, float] = field(default_factory=dict)  # `scale_corpus.Nearest.profile`
 
 
 def predicted_wall(done: Sequence[SizeResult], n: int) -> float:
@@ -127,48 +140,48 @@ def predicted_wall(done: Sequence[SizeResult], n: int) -> float:
 # ---------------------------------------------------------------- synthetic corpus
 
 
-def perturbed(base: np.ndarray, n: int, noise: float, rng: np.random.Generator) -> tuple:
-    """(source row of each synthetic vector, the n unit vectors): base rows in a seeded shuffled
-    order, cycled (each real row used n/len(base) times, so every size keeps the kind mix), plus
-    gaussian noise of sigma `noise` per dimension, re-normalised."""
-    src = rng.permutation(len(base))[np.arange(n) % len(base)]
-    vecs = base[src] + rng.normal(0.0, noise, size=(n, base.shape[1])).astype(np.float32)
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    return src, vecs.astype(np.float32)
-
-
-def _row(f: Fragment, i: int, eid: str, dim: int, vec: np.ndarray) -> tuple:
+def _row(f: Fragment, eid: str, dim: int, vec: np.ndarray) -> tuple:
     return (
-        f"{f.key}#s{i}", CORPUS, f.kind, f.source_id, f.track_id, f.start_ms, f.end_ms, f.book,
+        f.key, f.corpus, f.kind, f.source_id, f.track_id, f.start_ms, f.end_ms, f.book,
         f.loc_token, f.addr_label, f.text, f.lang, f.tokens, f.content_hash, eid, dim, vec,
     )  # fmt: skip
+
+
+def plan(frags: Sequence[Fragment], n: int, s: ScaleSettings) -> scale_corpus.Plan:
+    """The synthetic corpus of size n the settings ask for (`scale_corpus.make_plan`)."""
+    return scale_corpus.make_plan(s.corpus, [f.kind for f in frags], n, s.seed, s.noise)
 
 
 def load(
     conn: psycopg.Connection,
     frags: Sequence[Fragment],
     base: np.ndarray,
-    n: int,
+    corpus: scale_corpus.Plan,
     eid: str,
-    s: ScaleSettings,
 ) -> float:
-    """Empty `fragments`, COPY n synthetic rows in (no HNSW index yet), ANALYZE; returns seconds."""
+    """Empty `fragments`, COPY the plan's synthetic rows in, block by block (no HNSW index yet),
+    ANALYZE; returns the seconds spent (generating the vectors is not counted; building each
+    row, its spliced text included, is)."""
     dim = int(base.shape[1])
     db.ensure_embedder(conn, eid, dim)
     conn.execute(f'DROP INDEX IF EXISTS "{db.hnsw_index_name(eid)}"')
     conn.execute("TRUNCATE fragments RESTART IDENTITY CASCADE")
     conn.execute("ALTER TABLE fragments SET (autovacuum_enabled = false)")
-    src, vecs = perturbed(base, n, s.noise, np.random.default_rng(s.seed))
+    texts, generating = scale_corpus.Texts(frags, corpus, CORPUS), 0.0
     clock = time.perf_counter()
     with (
         conn.cursor() as cur,
         cur.copy(f"COPY fragments ({COPY_COLUMNS}) FROM STDIN WITH (FORMAT BINARY)") as copy,
     ):
         copy.set_types(COPY_TYPES)
-        for i in range(n):
-            copy.write_row(_row(frags[src[i]], i, eid, dim, vecs[i]))
+        for b in range(corpus.blocks):
+            started = time.perf_counter()
+            vecs = scale_corpus.block_vectors(base, corpus, b)
+            generating += time.perf_counter() - started
+            for j, vec in enumerate(vecs):
+                copy.write_row(_row(texts.fragment(b * scale_corpus.BLOCK + j), eid, dim, vec))
     conn.execute("VACUUM ANALYZE fragments")
-    return time.perf_counter() - clock
+    return time.perf_counter() - clock - generating
 
 
 def count_lexemes(conn: psycopg.Connection, eid: str) -> float:
@@ -383,7 +396,9 @@ def run(s: ScaleSettings, tmp_root: Path | None = None) -> dict[str, Any]:
             if results and clock - started + predicted_wall(results, n) > s.time_budget_s:
                 print(f"scale bench: {n} fragments predicted not to fit the budget; stopping")
                 break
-            res = SizeResult(n, load(conn, frags, base, n, eid, s), build_index(conn, eid, dim))
+            corpus = plan(frags, n, s)
+            res = SizeResult(n, load(conn, frags, base, corpus, eid), build_index(conn, eid, dim))
+            res.nn = scale_corpus.plan_profile(base, corpus, seed=s.seed)
             res.lexemes_s = count_lexemes(conn, eid)
             conn.execute("ANALYZE fragments")
             exacts = {}
@@ -401,11 +416,46 @@ def run(s: ScaleSettings, tmp_root: Path | None = None) -> dict[str, Any]:
             print(f"scale bench: {n} fragments done ({res.build_s:.1f} s build)", flush=True)
         ef = conn.execute("SHOW hnsw.ef_search").fetchone()[0]
         it = conn.execute("SHOW hnsw.iterative_scan").fetchone()[0]
-    return summarise(s, results, base_fragments=len(frags), ef_search=ef, iterative_scan=it)
+    real_nn = scale_corpus.nearest_profile(base, seed=s.seed)
+    facts = {"base_fragments": len(frags), "ef_search": ef, "iterative_scan": it}
+    return summarise(s, results, real_nn=real_nn, **facts)
 
 
-def summarise(s: ScaleSettings, results: list[SizeResult], **facts: Any) -> dict[str, Any]:
-    """The report dict: settings, per-size rows, log-log slopes, extrapolated build times."""
+def noise_of(s: ScaleSettings) -> float:
+    """The per-dimension noise sigma the run used (the corpus kind's default unless set)."""
+    return scale_corpus.default_noise(s.corpus) if s.noise is None else s.noise
+
+
+def method(s: ScaleSettings) -> str:
+    """How the synthetic corpus was made, in one sentence for the report."""
+    sigma = noise_of(s)
+    common = (
+        f"+ N(0, {sigma}^2) per dimension, re-normalised (seed {s.seed}); no embedding cost; "
+        "binary COPY into a private embedded PostgreSQL; query vectors = demo questions; "
+    )
+    if s.corpus == "copies":
+        return (
+            "synthetic corpus `copies`: each fragment copies one real gita fragment; vector = "
+            f"real vector {common}text, kind and address are the real fragment's, verbatim "
+            "(each text repeated size / base-size times)"
+        )
+    return (
+        "synthetic corpus `mixtures`: each fragment mixes 2 or 3 distinct real gita fragments "
+        f"of one kind ({scale_corpus.THREE_SHARE:.0%} take 3); vector = Dirichlet("
+        f"{scale_corpus.ALPHA})-weighted sum of their vectors, its offset from the kind's mean "
+        f"scaled by 1 / sqrt(sum w^2), {common}text spliced from the sources' sentences and "
+        "clauses, kind and address the dominant source's"
+    )
+
+
+def summarise(
+    s: ScaleSettings,
+    results: list[SizeResult],
+    real_nn: dict[str, float] | None = None,
+    **facts: Any,
+) -> dict[str, Any]:
+    """The report dict: settings, per-size rows, log-log slopes, extrapolated build times, and
+    the real corpus's nearest-neighbour profile (`real_nn`) beside each size's `nn`."""
     sizes = [r.size for r in results]
     build_slope = slope(sizes, [r.build_s for r in results])
     missing = [n for n in s.sizes if n not in sizes]
@@ -415,14 +465,9 @@ def summarise(s: ScaleSettings, results: list[SizeResult], **facts: Any) -> dict
         last = results[-1]
         extrapolated = {str(n): last.build_s * (n / last.size) ** build_slope for n in wanted}
     return {
-        "settings": {**asdict(s), **facts, "k": K},
-        "method": (
-            "synthetic fragments copy real gita fragments; vectors = real vector + N(0, "
-            f"{s.noise}^2) per dimension, re-normalised (seed {s.seed}); no embedding cost; "
-            "binary COPY into a private embedded PostgreSQL; query vectors = demo questions; "
-            "text, kind and address are the real fragment's, verbatim (each text repeated "
-            "size / base-size times)"
-        ),
+        "settings": {**asdict(s), "noise": noise_of(s), **facts, "k": K},
+        "method": method(s),
+        "nn_real": real_nn or {},
         "sizes": [asdict(r) for r in results],
         "slopes": {
             "build_s": build_slope,
@@ -476,7 +521,41 @@ def render(rep: dict[str, Any]) -> str:
             f"NOT RUN: {int(n):,} fragments; HNSW build extrapolated from the measured slope "
             f"({rep['slopes']['build_s']:.2f}): {sec:.0f} s"
         )
-    return "\n".join([*lines, *_lanes_lines(rep), *_tier_lines(rep), *_sweep_lines(rep)])
+    more = [*_nn_lines(rep), *_lanes_lines(rep), *_tier_lines(rep), *_sweep_lines(rep)]
+    return "\n".join([*lines, *more])
+
+
+def _nn_cells(nn: dict[str, float]) -> str:
+    """One profile's quantiles, tie shares, median gap and tied share as table cells."""
+    cells = [f"{nn[f'p{q}']:.3f}" for q in scale_corpus.QUANTILES]
+    cells += [f"{nn[f'above_{c}']:.3f}" for c in scale_corpus.TIE_COSINES]
+    cells += [f"{nn['gap16_p50']:.3f}", f"{nn['tied16']:.3f}"]
+    return " | ".join(cells)
+
+
+def _nn_lines(rep: dict[str, Any]) -> list[str]:
+    """The nearest-neighbour cosine profile of the real corpus beside each synthetic size's."""
+    rows = [r for r in rep["sizes"] if r.get("nn", {}).get("p50") is not None]
+    real = rep.get("nn_real") or {}
+    if not rows and not real:
+        return []
+    cols = [f"p{q}" for q in scale_corpus.QUANTILES]
+    cols += [f"NN > {c}" for c in scale_corpus.TIE_COSINES] + ["gap 1st/16th", "tied top-16"]
+    title = (
+        f"Nearest-neighbour cosine (`{rep['settings']['corpus']}` corpus; a sample of up to "
+        f"{scale_corpus.NN_SAMPLE:,} rows, exact): quantiles of the cosine to the nearest other "
+        "row; the share with it above 0.99 / 0.98; the median relative gap (c1 - c16) / "
+        "(1 - c16) between the nearest and the 16th nearest (near 0 when the 16 nearest are "
+        f"equidistant, as noisy copies of one vector are); the share with a gap under "
+        f"{scale_corpus.TIE_GAP} (a tied top-16)"
+    )
+    lines = ["", title, "", "| corpus | rows | " + " | ".join(cols) + " |"]
+    lines.append("|---|---:|" + "---:|" * len(cols))
+    if real.get("p50") is not None:
+        lines.append(f"| real gita | {int(real['n']):,} | {_nn_cells(real)} |")
+    for r in rows:
+        lines.append(f"| synthetic | {r['size']:,} | {_nn_cells(r['nn'])} |")
+    return lines
 
 
 def _tier_lines(rep: dict[str, Any]) -> list[str]:
@@ -590,7 +669,7 @@ __all__ = [
     "ScaleSettings",
     "SizeResult",
     "default_out_dir",
-    "perturbed",
+    "plan",
     "predicted_wall",
     "render",
     "run",
