@@ -80,6 +80,11 @@ def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path, server_root: Pat
         for m in r["lexical_tiers"].values():
             assert 0.0 <= m["overlap_at_16"] <= 1.0 and m["postings_mean"] > 0
         assert math.isfinite(r["retrieve_tiered"]["total"]["p50_ms"])
+        # the BM25 backend: its index built (and removed after), the lane and a retrieve timed
+        b = r["bm25"]
+        assert b["build_s"] > 0 and b["index_mb"] > 0 and 0.0 <= b["overlap_at_16"] <= 1.0
+        assert math.isfinite(b["p50_ms"]) and math.isfinite(r["retrieve_bm25"]["total"]["p50_ms"])
+        assert "key" not in b
     assert all(math.isfinite(v) for v in rep["slopes"].values())
     # with HNSW forced every setting is served by the index (the planner may still prefer a scan)
     forced = [
@@ -96,6 +101,7 @@ def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path, server_root: Pat
     assert "NOT RUN: 1,000,000 fragments" in text and "ef_search x iterative_scan" in text
     assert "| real gita | " in text and "| synthetic | 2,000 | " in text
     assert "Lexical lane with a budget" in text and "| 2,000 | 8,192 |" in text
+    assert "| 2,000 | BM25 | " in text
     files = scale_bench.write(rep, tmp_path / "out")
     assert [p.name for p in files] == ["scale.json", "scale.png"]
     assert all(p.stat().st_size > 0 for p in files)

@@ -27,6 +27,7 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
         sweep_iterative=tuple(args.sweep_iterative),
         retrieve_queries=args.retrieve_queries,
         lexical_budgets=tuple(args.lexical_budgets),
+        bm25=not args.no_bm25,
     )
     rep = scale_bench.run(settings)
     print(scale_bench.render(rep))
@@ -39,7 +40,9 @@ def cmd_lexical_recall(args: argparse.Namespace) -> int:
     """Measure on the project database and print the table."""
     emb = default_embedder()
     with connect() as conn:
-        rows = lexical_recall.measure(conn, emb.id, args.sets, args.budgets, args.k)
+        rows = lexical_recall.measure(
+            conn, emb.id, args.sets, args.budgets, args.k, bm25=not args.no_bm25
+        )
     print(lexical_recall.render(rows, args.k))
     return 0
 
@@ -100,6 +103,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=list(scale_bench.ScaleSettings.lexical_budgets),
         help="lexical_budget values measured beside the lane without one (none: skip)",
     )
+    p.add_argument(
+        "--no-bm25", action="store_true", help="skip the BM25 lexical backend (`store.bm25`)"
+    )
     p.add_argument("--out", type=Path, default=None, help="output dir (default var/bench/scale)")
     p.set_defaults(func=cmd_bench_scale)
     lr = sub.add_parser(
@@ -110,4 +116,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     lr.add_argument("--sets", nargs="+", default=list(lexical_recall.DEFAULT_SETS))
     lr.add_argument("--budgets", type=int, nargs="+", default=list(lexical_recall.DEFAULT_BUDGETS))
     lr.add_argument("--k", type=int, default=40, help="lane depth (lane_k)")
+    lr.add_argument("--no-bm25", action="store_true", help="skip the BM25 lexical backend")
     lr.set_defaults(func=cmd_lexical_recall)

@@ -44,7 +44,8 @@ COLLECTION_KEYS = (
 
 # Collection knobs a key holds only when they differ from their default (added after traces
 # were cached; a key without one was collected at the default).
-OPTIONAL_COLLECTION_KEYS: dict[str, Any] = {"lexical_budget": 0}
+OPTIONAL_COLLECTION_KEYS: dict[str, Any] = {"lexical_budget": 0, "lexical_backend": "postgres"}
+LEXICAL_BACKENDS = ("postgres", "bm25")
 
 
 def collection_mismatch(have: Mapping[str, Any], want: Mapping[str, Any]) -> dict[str, tuple]:
@@ -98,6 +99,10 @@ class PipelineConfig:
     # lane_k, then within this many postings (`lanes.choose_tier`). 0: it ranks every row that
     # shares any content word with the question, which at 1M fragments was 10-40% of the table.
     lexical_budget: int = 0
+    # Who ranks the lexical lane: "postgres" (ts_rank_cd over the matching rows, the seed's) or
+    # "bm25" (tantivy's BM25 with Block-WAND over the same lexemes, `store.bm25`; its cost grows
+    # with k, not with the matches; `lexical_budget` then does not apply).
+    lexical_backend: str = "postgres"
     pre_floor: float = 0.18  # noise floor on cosine (lexical/address hits are forced past it)
     cap: int = 60  # keep the top N by cosine before rerank
     rerank_top_k: int = 16  # keep the top K by rerank *rank*
@@ -183,6 +188,9 @@ class PipelineConfig:
             out.append("corpora must name at least one corpus")
         if self.arm not in ("production", "rrf_hybrid"):
             out.append(f"arm must be production or rrf_hybrid, got {self.arm!r}")
+        if self.lexical_backend not in LEXICAL_BACKENDS:
+            known = ", ".join(LEXICAL_BACKENDS)
+            out.append(f"lexical_backend must be one of {known}, got {self.lexical_backend!r}")
         if self.fanout not in FANOUTS:
             out.append(f"fanout must be one of {', '.join(FANOUTS)}, got {self.fanout!r}")
         if self.gate not in GATES:

@@ -22,6 +22,7 @@ from psycopg import sql
 from citegate.core.text import STOPWORDS
 from citegate.core.types import NAMED_LANE
 from citegate.corpus.sources.address import find_verse_refs, named_verses, verse_label
+from citegate.store import bm25
 from citegate.store.tables import FRAGMENT_COLUMNS
 
 KIND_GROUPS: dict[str, tuple[str, ...]] = {
@@ -215,17 +216,35 @@ def lexical(
     corpora: Sequence[str],
     k: int,
     budget: int = 0,
+    backend: str = "postgres",
 ) -> list[LaneHit]:
     """Full-text hits ranked by ts_rank_cd, the better of the stemmed and unstemmed configs; with
-    a `budget`, only the rows the question's rarest terms match are ranked (`choose_tier`)."""
+    a `budget`, only the rows the question's rarest terms match are ranked (`choose_tier`).
+    `backend="bm25"` ranks the same query words' lexemes by BM25 instead (`bm25_hits`)."""
     q = lexical_query(text)
     if not q:
         return []
+    if backend == "bm25":
+        return bm25_hits(conn, [text], [k], embedder_id, corpora)[0]
     (tier,) = lexical_tiers(conn, [text], [k], embedder_id, corpora, budget)
     params = {"t": q, "eid": embedder_id, "corpora": list(corpora), "k": k}
     params.update({"tiered": tier.tiered, "tru": tier.ru, "tsi": tier.si})
     rows = conn.execute(LEXICAL_SQL, params).fetchall()
     return [LaneHit(r[0], "lexical", i, float(r[1])) for i, r in enumerate(rows, 1)]
+
+
+def bm25_hits(
+    conn: psycopg.Connection,
+    texts: Sequence[str],
+    ks: Sequence[int],
+    embedder_id: str,
+    corpora: Sequence[str],
+) -> list[list[LaneHit]]:
+    """Per text, the lexical lane by BM25 (`store.bm25`): the lexemes of its query words
+    (`lexical_query`, the words the PostgreSQL backend searches), top ks[i], ties by id."""
+    words = [" ".join(lexical_query(t).split(" or ")) for t in texts]
+    ranked = bm25.search(conn, words, ks, embedder_id, corpora)
+    return [[LaneHit(f, "lexical", r, s) for r, (f, s) in enumerate(hits, 1)] for hits in ranked]
 
 
 ADDRESS_EXACT_SQL = """
@@ -414,24 +433,27 @@ def batch_hits(
     text_lanes: bool = True,
     exact: bool = False,
     lexical_budget: int = 0,
+    lexical_backend: str = "postgres",
 ) -> list[list[LaneHit]]:
     """Per text, the hits `dense` (each group in `groups`), `lexical` and `address` give it at its
     depth `ks[i]`, in that order and ranked as the single-text calls rank them; in ONE statement
     for all texts (and one more to read the lexeme counts when a `lexical_budget` is set).
     `text_lanes=False` runs the dense lanes only; `exact=True` forces exact dense scans (equal
-    cosines ranked by fragment id)."""
+    cosines ranked by fragment id); `lexical_backend="bm25"` ranks the lexical lane by BM25
+    (`bm25_hits`) beside the statement, which then runs no lexical part."""
     if not len(texts):
         return []
+    by_bm25 = text_lanes and lexical_backend == "bm25"
     params: dict[str, object] = {"corpora": list(corpora), "eid": embedder_id}
     params.update({f"kinds_{g}": list(KIND_GROUPS[g]) for g in groups})
-    budget = lexical_budget if text_lanes else 0
+    budget = lexical_budget if text_lanes and not by_bm25 else 0
     tiers = lexical_tiers(conn, texts, ks, embedder_id, corpora, budget)
     for i, (text, vec, k, tier) in enumerate(zip(texts, qvecs, ks, tiers, strict=True)):
         labels = [verse_label(c, v) for c, v in find_verse_refs(text)] if text_lanes else []
         params.update(
             {
                 f"v{i}": np.asarray(vec, dtype=np.float32),
-                f"lex{i}": lexical_query(text) if text_lanes else "",
+                f"lex{i}": lexical_query(text) if text_lanes and not by_bm25 else "",
                 f"labels{i}": labels,
                 f"t{i}": text[:300],
                 f"k{i}": int(k),
@@ -450,6 +472,10 @@ def batch_hits(
                 (str(trigram_threshold),),
             )
         rows = conn.execute(query, params, prepare=False).fetchall()
+    if by_bm25:
+        for i, hits in enumerate(bm25_hits(conn, texts, ks, embedder_id, corpora)):
+            ids = [h.fragment_id for h in hits]
+            rows.append(("lexical", i, ids, [h.lane_score for h in hits]))
     return _assemble(rows, groups, ks)
 
 

@@ -6,6 +6,8 @@ question of each set, in the set's own corpus build on the project database, onc
 questions whose gold fragment the lane returns (Wilson 95% interval), its overlap@k with the
 lane without a budget, the postings the tiers rank and the lane's p50 latency. A budget is a
 collection setting (`lexical_budget`), so this is the number to read before a config sets one.
+With `bm25` the BM25 backend (`lexical_backend: bm25`, `store.bm25`) is measured the same way,
+one more row per set and language, its overlap taken with the first budget's lane.
 """
 
 from __future__ import annotations
@@ -32,50 +34,57 @@ def measure(
     sets: Sequence[str] = DEFAULT_SETS,
     budgets: Sequence[int] = DEFAULT_BUDGETS,
     k: int = 40,
+    bm25: bool = True,
 ) -> list[dict[str, Any]]:
-    """One row per (set, language incl. 'all', budget): questions, recall with its interval,
-    overlap@k with budget 0, mean postings ranked, p50 ms."""
+    """One row per (set, language incl. 'all', budget or BM25): questions, recall with its
+    interval, overlap@k with the first budget, mean postings ranked, p50 ms."""
+    variants = [(b, "postgres") for b in budgets] + ([(0, "bm25")] if bm25 else [])
     rows: list[dict[str, Any]] = []
     for name in sets:
         qset = load_set(name)
         gold = resolve_gold(conn, qset, embedder_id)
         qs = [q for q in qset.questions if q.label == "answerable" and gold.get(q.id)]
-        found: dict[int, list[set[int]]] = {}
-        per: dict[int, dict[str, list[float]]] = {}
-        for budget in budgets:
+        found: dict[tuple[int, str], list[set[int]]] = {}
+        per: dict[tuple[int, str], dict[str, list[float]]] = {}
+        for budget, backend in variants:
             hits, ms, postings = [], [], []
-            for q in tqdm(qs, desc=f"lexical {name} budget {budget}", unit="q"):
+            label = "BM25" if backend == "bm25" else f"budget {budget}"
+            for q in tqdm(qs, desc=f"lexical {name} {label}", unit="q"):
                 clock = time.perf_counter()
-                got = lanes.lexical(conn, q.text, embedder_id, [qset.corpus], k, budget)
+                got = lanes.lexical(conn, q.text, embedder_id, [qset.corpus], k, budget, backend)
                 ms.append((time.perf_counter() - clock) * 1000)
                 hits.append({h.fragment_id for h in got})
+                tiered = budget and backend == "postgres"
                 (tier,) = lanes.lexical_tiers(
-                    conn, [q.text], [k], embedder_id, [qset.corpus], budget
+                    conn, [q.text], [k], embedder_id, [qset.corpus], budget if tiered else 0
                 )
                 postings.append(float(tier.postings) if tier.tiered else np.nan)
-            found[budget] = hits
-            per[budget] = {"ms": ms, "postings": postings}
-        base = found[budgets[0]]
+            found[budget, backend] = hits
+            per[budget, backend] = {"ms": ms, "postings": postings}
+        base = found[variants[0]]
         for lang in ["all", *sorted({q.language for q in qs})]:
             idx = [i for i, q in enumerate(qs) if lang in ("all", q.language)]
-            for budget in budgets:
-                ok = [bool(found[budget][i] & set(gold[qs[i].id])) for i in idx]
+            for v in variants:
+                budget, backend = v
+                ok = [bool(found[v][i] & set(gold[qs[i].id])) for i in idx]
                 rate, lo, hi = rate_ci_or_nan(ok)
-                overlap = [len(found[budget][i] & base[i]) / len(base[i]) for i in idx if base[i]]
+                overlap = [len(found[v][i] & base[i]) / len(base[i]) for i in idx if base[i]]
+                tiered = bool(budget) and backend == "postgres"
                 rows.append(
                     {
                         "set": name,
                         "language": lang,
+                        "backend": backend,
                         "budget": budget,
                         "questions": len(idx),
                         "recall": rate,
                         "ci_low": lo,
                         "ci_high": hi,
                         "overlap": float(np.mean(overlap)) if overlap else np.nan,
-                        "postings": float(np.nanmean([per[budget]["postings"][i] for i in idx]))
-                        if budget
+                        "postings": float(np.nanmean([per[v]["postings"][i] for i in idx]))
+                        if tiered
                         else np.nan,
-                        "p50_ms": float(np.median([per[budget]["ms"][i] for i in idx])),
+                        "p50_ms": float(np.median([per[v]["ms"][i] for i in idx])),
                     }
                 )
     return rows
@@ -84,16 +93,20 @@ def measure(
 def render(rows: Sequence[dict[str, Any]], k: int) -> str:
     """The rows as a Markdown table."""
     lines = [
-        f"Lexical lane alone, depth {k}: gold recall [Wilson 95%], overlap@{k} with budget 0, "
-        "mean postings ranked, p50 ms",
+        f"Lexical lane alone, depth {k}: gold recall [Wilson 95%], overlap@{k} with the first "
+        "row's lane, mean postings ranked, p50 ms; BM25: `lexical_backend: bm25`",
         "",
         "| set | language | budget | questions | gold recall | overlap | postings | p50 ms |",
         "|---|---|---:|---:|---|---:|---:|---:|",
     ]
     for r in rows:
-        post = "every match" if not r["budget"] else f"{r['postings']:.0f}"
+        bm = r.get("backend") == "bm25"
+        post = (
+            "top-k pruned" if bm else "every match" if not r["budget"] else f"{r['postings']:.0f}"
+        )
+        budget = "BM25" if bm else r["budget"]
         lines.append(
-            f"| {r['set']} | {r['language']} | {r['budget']} | {r['questions']} | "
+            f"| {r['set']} | {r['language']} | {budget} | {r['questions']} | "
             f"{r['recall']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] | {r['overlap']:.3f} | "
             f"{post} | {r['p50_ms']:.1f} |"
         )

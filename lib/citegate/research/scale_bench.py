@@ -20,7 +20,10 @@ each size the bench measures:
   with the corpus as real text's would; verbatim copies, each text size / base-size times, with
   copies);
 - a full `retrieve` (plan, lanes as one batched statement, fetch, cosine rerank, cut) with the
-  query vectors already computed, so the embedder costs nothing.
+  query vectors already computed, so the embedder costs nothing;
+- the lexical lane's other rankers beside the PostgreSQL lane without a budget: each
+  `lexical_budget` (its rarest terms first) and the BM25 backend (`store.bm25`: its index build
+  time, p50/p95, overlap@16 with the PostgreSQL lane), each with a full retrieve.
 Query vectors are real demo question embeddings from the cached embedder. Growth is summarised as
 log-log slopes; sizes not run (and `extrapolate_to`, 1M by default) have their HNSW build time
 extrapolated from the measured slope, and the report says so.
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -57,7 +61,7 @@ from citegate.research.bench import (
     read_questions,
     session_settings,
 )
-from citegate.store import db
+from citegate.store import bm25, db
 from citegate.store.tables import refresh_lexemes
 
 K = 16
@@ -101,6 +105,7 @@ class ScaleSettings:
     # the lexical lane's budgets measured beside the lane without one (`lanes.choose_tier`);
     # the full retrieve runs once more with the first
     lexical_budgets: tuple[int, ...] = (1024, 8192)
+    bm25: bool = True  # the BM25 backend measured too (its index built at each size, then deleted)
 
     def __post_init__(self) -> None:
         """Refuse an unknown corpus kind before any work."""
@@ -124,6 +129,9 @@ class SizeResult:
     # budget -> p50/p95 ms, overlap@16 with the lane without a budget, postings ranked (mean)
     lexical_tiers: dict[str, dict[str, float]] = field(default_factory=dict)
     retrieve_tiered: dict[str, dict[str, float]] = field(default_factory=dict)
+    # the BM25 backend: index build s, lane p50/p95 ms, overlap@16 with the PostgreSQL lane
+    bm25: dict[str, float] = field(default_factory=dict)
+    retrieve_bm25: dict[str, dict[str, float]] = field(default_factory=dict)
     nn: dict[str, float] = field(default_factory=dict)  # `scale_corpus.Nearest.profile`
 
 
@@ -304,12 +312,26 @@ def measure_text_lanes(
     return out
 
 
+def lexical_top(conn: psycopg.Connection, questions: Sequence[str], eid: str) -> dict:
+    """Each question's top K of the PostgreSQL lexical lane without a budget (the reference)."""
+    return {q: {h.fragment_id for h in lanes.lexical(conn, q, eid, [CORPUS], K)} for q in questions}
+
+
+def _overlap(full: set[int], got: Sequence[lanes.LaneHit]) -> float | None:
+    """The share of the reference top K that a ranker also returns (None: no reference hits)."""
+    return len(full & {h.fragment_id for h in got}) / len(full) if full else None
+
+
 def measure_lexical_tiers(
-    conn: psycopg.Connection, questions: Sequence[str], eid: str, budgets: Sequence[int]
+    conn: psycopg.Connection,
+    questions: Sequence[str],
+    eid: str,
+    budgets: Sequence[int],
+    full: dict[str, set[int]],
 ) -> dict[str, dict[str, float]]:
     """Per budget: the lexical lane's p50/p95 at depth K, its overlap@K with the lane without a
-    budget (the share of that lane's top K it also returns) and the postings its tiers rank."""
-    full = {q: {h.fragment_id for h in lanes.lexical(conn, q, eid, [CORPUS], K)} for q in questions}
+    budget (`full`: the share of that lane's top K it also returns) and the postings its tiers
+    rank."""
     out = {}
     for budget in budgets:
         lanes.lexical(conn, questions[0], eid, [CORPUS], K, budget)  # warm-up
@@ -318,8 +340,8 @@ def measure_lexical_tiers(
             clock = time.perf_counter()
             got = lanes.lexical(conn, q, eid, [CORPUS], K, budget)
             seconds.append(time.perf_counter() - clock)
-            if full[q]:
-                overlap.append(len(full[q] & {h.fragment_id for h in got}) / len(full[q]))
+            if (o := _overlap(full[q], got)) is not None:
+                overlap.append(o)
             (tier,) = lanes.lexical_tiers(conn, [q], [K], eid, [CORPUS], budget)
             postings.append(tier.postings)
         out[str(budget)] = {
@@ -328,6 +350,30 @@ def measure_lexical_tiers(
             "postings_mean": float(np.mean(postings)),
         }
     return out
+
+
+def measure_bm25(
+    conn: psycopg.Connection, questions: Sequence[str], eid: str, full: dict[str, set[int]]
+) -> dict[str, float]:
+    """The BM25 backend: its index build (what an ingest would add), the lane's p50/p95 at depth
+    K and its overlap@K with the PostgreSQL lane without a budget (`full`)."""
+    built = bm25.build(conn, eid, [CORPUS])
+    lanes.lexical(conn, questions[0], eid, [CORPUS], K, backend="bm25")  # warm-up
+    seconds, overlap = [], []
+    for q in questions:
+        clock = time.perf_counter()
+        got = lanes.lexical(conn, q, eid, [CORPUS], K, backend="bm25")
+        seconds.append(time.perf_counter() - clock)
+        if (o := _overlap(full[q], got)) is not None:
+            overlap.append(o)
+    size = sum(f.stat().st_size for f in (bm25.index_root() / built.key).rglob("*") if f.is_file())
+    return {
+        **_pct(seconds),
+        "build_s": built.seconds,
+        "index_mb": size / 1e6,
+        "overlap_at_16": float(np.mean(overlap)) if overlap else math.nan,
+        "key": built.key,
+    }
 
 
 class QueryVectors:
@@ -346,11 +392,20 @@ class QueryVectors:
 
 
 def measure_retrieve(
-    conn: psycopg.Connection, questions: Sequence[str], emb: QueryVectors, lexical_budget: int = 0
+    conn: psycopg.Connection,
+    questions: Sequence[str],
+    emb: QueryVectors,
+    lexical_budget: int = 0,
+    lexical_backend: str = "postgres",
 ) -> dict[str, dict[str, float]]:
     """A full `retrieve` per question (default config on the synthetic corpus, with the given
-    lexical budget): p50/p95 of the lanes, fetch and rerank stages and of the whole call."""
-    cfg = PipelineConfig(embedder=emb.id, corpora=(CORPUS,), lexical_budget=lexical_budget)
+    lexical budget or backend): p50/p95 of the lanes, fetch and rerank stages and of the call."""
+    cfg = PipelineConfig(
+        embedder=emb.id,
+        corpora=(CORPUS,),
+        lexical_budget=lexical_budget,
+        lexical_backend=lexical_backend,
+    )
     rr = CosineReranker()
     retrieve(conn, questions[0], cfg, emb, rr)  # warm-up
     per: dict[str, list[float]] = {k: [] for k in ("lanes", "fetch", "rerank", "total")}
@@ -407,10 +462,17 @@ def run(s: ScaleSettings, tmp_root: Path | None = None) -> dict[str, Any]:
             res.sweep = measure_sweep(conn, qvecs, eid, exacts, s)
             res.text_lanes = measure_text_lanes(conn, questions, eid)
             res.retrieve = measure_retrieve(conn, asked, QueryVectors(eid, table))
+            full = lexical_top(conn, questions, eid) if s.lexical_budgets or s.bm25 else {}
+            vectors = QueryVectors(eid, table)
             if s.lexical_budgets:
-                res.lexical_tiers = measure_lexical_tiers(conn, questions, eid, s.lexical_budgets)
-                vectors = QueryVectors(eid, table)
+                res.lexical_tiers = measure_lexical_tiers(
+                    conn, questions, eid, s.lexical_budgets, full
+                )
                 res.retrieve_tiered = measure_retrieve(conn, asked, vectors, s.lexical_budgets[0])
+            if s.bm25:
+                res.bm25 = measure_bm25(conn, questions, eid, full)
+                res.retrieve_bm25 = measure_retrieve(conn, asked, vectors, lexical_backend="bm25")
+                shutil.rmtree(bm25.index_root() / str(res.bm25.pop("key")), ignore_errors=True)
             res.wall_s = time.perf_counter() - clock
             results.append(res)
             print(f"scale bench: {n} fragments done ({res.build_s:.1f} s build)", flush=True)
@@ -559,32 +621,41 @@ def _nn_lines(rep: dict[str, Any]) -> list[str]:
 
 
 def _tier_lines(rep: dict[str, Any]) -> list[str]:
-    """The lexical lane per budget beside the lane without one, and the retrieve with the first
-    budget."""
-    rows = [r for r in rep["sizes"] if r.get("lexical_tiers")]
+    """The lexical lane per budget and by BM25 beside the lane without a budget, and the
+    retrieve with the first budget and with BM25."""
+    rows = [r for r in rep["sizes"] if r.get("lexical_tiers") or r.get("bm25")]
     if not rows:
         return []
     title = (
-        "Lexical lane with a budget (the rarest terms first, `lexical_budget`): p50 / p95 ms, "
-        "overlap@16 with the lane without one, mean postings ranked; then a full retrieve "
-        "with the first budget"
+        "Lexical lane with a budget (the rarest terms first, `lexical_budget`) and by BM25 "
+        "(`lexical_backend: bm25`, tantivy Block-WAND over PostgreSQL's lexemes; its index build "
+        "s and size in the postings column): p50 / p95 ms, overlap@16 with the lane without a "
+        "budget, mean postings ranked; then a full retrieve with the first budget and with BM25"
     )
     lines = ["", title, "", "| size | budget | lexical ms | overlap@16 | postings | retrieve ms |"]
     lines.append("|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        first = str(rep["settings"]["lexical_budgets"][0])
+        budgets = rep["settings"]["lexical_budgets"]
+        first = str(budgets[0]) if budgets else None
         lex = r["text_lanes"]["lexical"]
         whole = r["retrieve"]["total"]
         lines.append(
             f"| {r['size']:,} | none | {lex['p50_ms']:.1f} / {lex['p95_ms']:.1f} | 1.000 | "
             f"| {whole['p50_ms']:.1f} / {whole['p95_ms']:.1f} |"
         )
-        for budget, m in r["lexical_tiers"].items():
+        for budget, m in r.get("lexical_tiers", {}).items():
             tiered = r["retrieve_tiered"]["total"] if budget == first else None
             cell = f"{tiered['p50_ms']:.1f} / {tiered['p95_ms']:.1f}" if tiered else ""
             lines.append(
                 f"| {r['size']:,} | {int(budget):,} | {m['p50_ms']:.1f} / {m['p95_ms']:.1f} | "
                 f"{m['overlap_at_16']:.3f} | {m['postings_mean']:.0f} | {cell} |"
+            )
+        if b := r.get("bm25"):
+            whole = r["retrieve_bm25"]["total"]
+            lines.append(
+                f"| {r['size']:,} | BM25 | {b['p50_ms']:.1f} / {b['p95_ms']:.1f} | "
+                f"{b['overlap_at_16']:.3f} | index {b['build_s']:.1f} s, {b['index_mb']:.0f} MB | "
+                f"{whole['p50_ms']:.1f} / {whole['p95_ms']:.1f} |"
             )
     return lines
 

@@ -150,9 +150,16 @@ def write_sources(
 def refresh_lexemes(conn: psycopg.Connection, embedder_id: str, corpus: str) -> int:
     """Recount, from the stored tsvectors, how many fragments of (embedder, corpus) hold each
     lexeme, per text-search config (`ts_stat`: one pass over the build); returns the rows written.
-    The lexical lane's tiers read these (`lanes.lexical_tiers`)."""
+    The lexical lane's tiers read these (`lanes.lexical_tiers`). The same transaction stamps the
+    build's fragment-set digest (`fragment_sets`), which names its BM25 index (`store.bm25`)."""
     conn.execute(
         "DELETE FROM lexemes WHERE embedder_id = %s AND corpus = %s", (embedder_id, corpus)
+    )
+    (digest,) = fragment_sets(conn, [corpus], embedder_id).values()
+    conn.execute(
+        "INSERT INTO fragment_stamps (embedder_id, corpus, fragment_set) VALUES (%s, %s, %s) "
+        "ON CONFLICT (embedder_id, corpus) DO UPDATE SET fragment_set = EXCLUDED.fragment_set",
+        (embedder_id, corpus, digest),
     )
     n = 0
     for config, column in (("russian", "tsv_russian"), ("simple", "tsv_simple")):
@@ -221,7 +228,7 @@ def drop_corpus(conn: psycopg.Connection, embedder_id: str, corpus: str) -> int:
         n = conn.execute(
             "DELETE FROM fragments WHERE embedder_id = %s AND corpus = %s", (embedder_id, corpus)
         ).rowcount
-        for table in ("corpora", "lexemes"):
+        for table in ("corpora", "lexemes", "fragment_stamps"):
             conn.execute(
                 sql.SQL("DELETE FROM {} WHERE embedder_id = %s AND corpus = %s").format(
                     sql.Identifier(table)
