@@ -16,6 +16,7 @@ import numpy as np
 import psycopg
 import pytest
 
+from citegate.core import progress
 from citegate.core.errors import InputError
 from citegate.core.progress import State, read_state, report_to
 from citegate.corpus.sources.files import read_path
@@ -169,6 +170,33 @@ class _Watching:
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         self.seen.append(read_state(self.sink))
         return self.inner.embed_passages(texts)
+
+
+@pytest.mark.parametrize("files", [1, 6])
+def test_the_ingest_bar_never_shows_without_its_total(
+    conn: psycopg.Connection,
+    embedder: CachedEmbedder,
+    tmp_path: Path,
+    files: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every state the bar draws, its first included, carries the fragment count: one source is
+    read before its bar opens ("0frag [00:00, ?frag/s]" was the first line a cold ingest showed)."""
+    src = write_texts(tmp_path / "docs", files)
+    totals: list[float | None] = []
+    drawn = progress._Reporting.report
+
+    def spy(self: progress.Bar) -> None:
+        totals.append(self.total)
+        drawn(self)
+
+    monkeypatch.setattr(progress._Reporting, "report", spy)
+    report_to(tmp_path / "progress.json")
+    try:
+        ingest_corpus(conn, str(src), embedder, corpus="docs", batch_size=2)
+    finally:
+        report_to(None)
+    assert totals and all(t == files for t in totals), totals
 
 
 @pytest.mark.parametrize("files", [1, 6])

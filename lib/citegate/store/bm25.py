@@ -24,6 +24,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import tantivy
 
 from citegate.core.paths import var_dir
 from citegate.store.tables import fragment_sets
@@ -95,8 +97,6 @@ class BuildStats:
 
 
 def _schema() -> Any:
-    import tantivy
-
     sb = tantivy.SchemaBuilder()
     sb.add_unsigned_field("id", stored=False, indexed=True, fast=True)
     for field in ("ru", "si"):
@@ -105,8 +105,6 @@ def _schema() -> Any:
 
 
 def _register(index: Any) -> Any:
-    import tantivy
-
     index.register_tokenizer(
         "lexemes", tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
     )
@@ -128,10 +126,6 @@ def build(
     REPEATABLE READ snapshot, the index is written to a private folder, then renamed into place.
     A stamp that no longer matches the rows (they were changed outside an ingest) is replaced
     by the digest the build read, so lookups find the index that matches the rows."""
-    import time
-
-    import tantivy
-
     clock = time.perf_counter()
     root = root or index_root()
     idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
@@ -191,8 +185,6 @@ def _restamp(conn: psycopg.Connection, embedder_id: str, sets: dict[str, str]) -
 @lru_cache(maxsize=16)
 def _open(path: str) -> Any:
     """An opened index and its searcher (a path names one immutable index, so caching is safe)."""
-    import tantivy
-
     index = _register(tantivy.Index.open(path))
     return index, index.searcher()
 
@@ -216,8 +208,6 @@ def search(
 ) -> list[list[tuple[int, float]]]:
     """Per text, its top ks[i] fragments as (id, BM25 score), best first, equal scores by id;
     the index of the builds' stamped fragment sets is built first when it is missing."""
-    import tantivy
-
     root = root or index_root()
     path = root / index_key(embedder_id, stamped_sets(conn, embedder_id, corpora))
     if not path.exists():

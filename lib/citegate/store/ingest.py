@@ -107,7 +107,7 @@ class _Writer:
     embedder: Embedder
     origin: str | None
     stored: dict[str, str]
-    bar: tqdm
+    bar: tqdm | None  # set once the ingest's bar is open
     batch_size: int
     seen: dict[str, str] = field(default_factory=dict)  # fragment key -> the source it came from
     pending: list[Fragment] = field(default_factory=list)
@@ -169,6 +169,16 @@ class _Writer:
         self.deleted += deleted
         self.done_sources += self.pending_sources
         self.pending, self.pending_sources = [], 0
+
+
+def _read_resumable(w: _Writer, src: Source, unit: str) -> list[Fragment]:
+    """One source's fragments; on bad input the complete sources read before it are stored
+    first, and the error says how to resume."""
+    try:
+        return w.read(src)
+    except InputError as exc:
+        w.flush()
+        raise _resume_error(exc, w.done_sources, unit) from exc
 
 
 def _resume_error(exc: InputError, done: int, unit: str) -> InputError:
@@ -276,19 +286,14 @@ def _ingest_locked(
             _refuse_replacing(sources, corpus, stored, recorded, origin, prune)
         except InputError as exc:
             raise _resume_error(exc, 0, unit) from exc
-    total = _count(sources) if len(sources) > 1 else None
+    w = _Writer(conn, corpus, embedder, origin, stored, None, batch_size)
+    # One source is read before its bar opens, so the bar starts with its total and ETA.
+    first = _read_resumable(w, sources[0], unit) if len(sources) == 1 else None
+    total = len(first) if first is not None else _count(sources)
     with bar(total=total, desc=f"ingest {corpus}", unit="frag", disable=not progress) as meter:
-        w = _Writer(conn, corpus, embedder, origin, stored, meter, batch_size)
+        w.bar = meter
         for src in sources:
-            try:
-                frags = w.read(src)
-            except InputError as exc:
-                w.flush()  # the complete sources read before this one are stored
-                raise _resume_error(exc, w.done_sources, unit) from exc
-            if total is None:  # one source: its count is known now, before it is embedded
-                meter.total = (meter.total or 0) + len(frags)
-                meter.refresh()
-            w.add(frags)
+            w.add(first if first is not None else _read_resumable(w, src, unit))
         delete = sorted(set(stored) - set(w.seen)) if prune else []
         if delete and not w.seen and not replace:
             raise CorpusReplaceError(
