@@ -202,7 +202,7 @@ def test_lexeme_counts_are_the_document_frequencies_of_the_build(demo: psycopg.C
         n = demo.execute(
             f"SELECT count(*) FROM fragments WHERE embedder_id = %s AND corpus = 'gita' "
             f"AND {column} @@ %s::tsquery",
-            (eid, lanes._tsquery_text([lexeme])),
+            (eid, lanes.tsquery_text([lexeme])),
         ).fetchone()[0]
         assert n == ndoc, (config, lexeme)
 

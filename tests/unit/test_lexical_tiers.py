@@ -7,7 +7,7 @@ import pytest
 
 from citegate.core.config import PipelineConfig, collection_mismatch
 from citegate.core.errors import ConfigError
-from citegate.pipeline.lanes import LexicalTier, _tsquery_text, choose_tier
+from citegate.pipeline.lanes import LexicalTier, choose_tier, tsquery_text
 
 TERMS = [
     ("simple", "krishna", 900),
@@ -45,8 +45,8 @@ def test_a_config_without_a_term_matches_nothing_and_no_terms_match_nothing() ->
 
 
 def test_quotes_and_backslashes_are_escaped_as_tsquery_input() -> None:
-    assert _tsquery_text(["it's", "a\\b"]) == "'it''s' | 'a\\\\b'"
-    assert _tsquery_text([]) is None
+    assert tsquery_text(["it's", "a\\b"]) == "'it''s' | 'a\\\\b'"
+    assert tsquery_text([]) is None
 
 
 def test_the_budget_is_a_collection_setting_absent_at_zero() -> None:

@@ -142,7 +142,7 @@ GROUP BY w.i, w.config, w.lexeme
 """
 
 
-def _tsquery_text(lexemes: Sequence[str]) -> str | None:
+def tsquery_text(lexemes: Sequence[str]) -> str | None:
     """An OR tsquery over already-normalised lexemes, quoted as tsquery input wants them."""
     if not lexemes:
         return None
@@ -167,8 +167,8 @@ def choose_tier(terms: Sequence[tuple[str, str, int]], k: int, budget: int) -> L
     by = {c: sorted(x for cc, x in chosen if cc == c) for c in ("russian", "simple")}
     return LexicalTier(
         True,
-        _tsquery_text(by["russian"]),
-        _tsquery_text(by["simple"]),
+        tsquery_text(by["russian"]),
+        tsquery_text(by["simple"]),
         len(live) - len(chosen),
         total,
     )

@@ -100,16 +100,19 @@ def _norm(value: str) -> str:
 
 
 def states(conn: psycopg.Connection, wanted: dict[str, str]) -> list[SettingState]:
-    """Each wanted setting as the server has it now (SHOW's form) and whether a change to it
-    waits for a restart."""
+    """Each wanted setting as the server has it now (SHOW's form, `current_setting`) and whether
+    a change to it waits for a restart, in one query."""
     rows = conn.execute(
-        "SELECT name, pending_restart FROM pg_settings WHERE name = ANY(%s)", (list(wanted),)
+        "SELECT name, current_setting(name), pending_restart FROM pg_settings WHERE name = ANY(%s)",
+        (list(wanted),),
     ).fetchall()
-    pending = dict(rows)
+    found = {name: (current, pending) for name, current, pending in rows}
     out = []
     for name, want in wanted.items():
-        current = conn.execute(f"SHOW {name}").fetchone()[0]  # names come from sized_settings
-        out.append(SettingState(name, current, want, bool(pending.get(name))))
+        if name not in found:
+            raise ValueError(f"the server has no setting {name!r}")
+        current, pending = found[name]
+        out.append(SettingState(name, current, want, bool(pending)))
     return out
 
 
