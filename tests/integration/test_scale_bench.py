@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from citegate.core.fragments import Fragment
-from citegate.research import scale_bench, scale_corpus
+from citegate.research import scale_bench, scale_corpus, scale_report
 
 pytestmark = pytest.mark.db
 
@@ -97,12 +97,12 @@ def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path, server_root: Pat
     assert rep["settings"]["corpus"] == "mixtures" and rep["nn_real"]["n"] > 1_000
     for nn in [rep["nn_real"], *(r["nn"] for r in rep["sizes"])]:
         assert 0.0 < nn["p1"] <= nn["p50"] <= nn["p99"] <= 1.0 + 1e-6, nn
-    text = scale_bench.render(rep)
+    text = scale_report.render(rep)
     assert "NOT RUN: 1,000,000 fragments" in text and "ef_search x iterative_scan" in text
     assert "| real gita | " in text and "| synthetic | 2,000 | " in text
     assert "Lexical lane with a budget" in text and "| 2,000 | 8,192 |" in text
     assert "| 2,000 | BM25 | " in text
-    files = scale_bench.write(rep, tmp_path / "out")
+    files = scale_report.write(rep, tmp_path / "out")
     assert [p.name for p in files] == ["scale.json", "scale.png"]
     assert all(p.stat().st_size > 0 for p in files)
 
@@ -113,7 +113,7 @@ def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path, server_root: Pat
     assert more["not_run"] == [50_000]
     assert set(more["build_s_extrapolated"]) == {"50000", "1000000"}
     assert math.isfinite(more["build_s_extrapolated"]["50000"])
-    assert "NOT RUN: 50,000" in scale_bench.render(more)
+    assert "NOT RUN: 50,000" in scale_report.render(more)
 
 
 FACTS = ("base_fragments", "ef_search", "iterative_scan")

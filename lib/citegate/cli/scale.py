@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from citegate.models.embed import default_embedder
-from citegate.research import lexical_recall, scale_bench, scale_corpus
+from citegate.research import lexical_recall, scale_bench, scale_corpus, scale_report
 from citegate.store.db import connect
 
 
@@ -30,8 +30,8 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
         bm25=not args.no_bm25,
     )
     rep = scale_bench.run(settings)
-    print(scale_bench.render(rep))
-    for path in scale_bench.write(rep, args.out or scale_bench.default_out_dir()):
+    print(scale_report.render(rep))
+    for path in scale_report.write(rep, args.out or scale_bench.default_out_dir()):
         print(f"wrote {path}")
     return 0
 

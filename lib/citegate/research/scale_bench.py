@@ -31,7 +31,6 @@ extrapolated from the measured slope, and the report says so.
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import time
@@ -553,185 +552,6 @@ def summarise(
     }
 
 
-# ---------------------------------------------------------------- output
-
-
-def render(rep: dict[str, Any]) -> str:
-    """The growth table as Markdown, with slopes and any extrapolation stated."""
-    st = rep["settings"]
-    lines = [
-        f"Scale bench (ef_search={st['ef_search']}, iterative_scan={st['iterative_scan']}, "
-        f"{st['queries']} queries, k={st['k']}). {rep['method']}.",
-        "",
-        "| size | group | load s | build s | p50 ms | p95 ms | exact ms | recall@16 | cos gap "
-        "| HNSW share |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rep["sizes"]:
-        for g, m in r["groups"].items():
-            lines.append(
-                f"| {r['size']:,} | {g} | {r['load_s']:.1f} | {r['build_s']:.1f} | "
-                f"{m['p50_ms']:.2f} | {m['p95_ms']:.2f} | {m['exact_mean_ms']:.2f} | "
-                f"{m['recall_at_16']:.3f} | {m['cos_gap']:.4f} | {m['hnsw_share']:.2f} |"
-            )
-    lines.append("")
-    lines.append(
-        "log-log slopes vs size: " + ", ".join(f"{k} {v:.2f}" for k, v in rep["slopes"].items())
-    )
-    for n, sec in rep["build_s_extrapolated"].items():
-        lines.append(
-            f"NOT RUN: {int(n):,} fragments; HNSW build extrapolated from the measured slope "
-            f"({rep['slopes']['build_s']:.2f}): {sec:.0f} s"
-        )
-    more = [*_nn_lines(rep), *_lanes_lines(rep), *_tier_lines(rep), *_sweep_lines(rep)]
-    return "\n".join([*lines, *more])
-
-
-def _nn_cells(nn: dict[str, float]) -> str:
-    """One profile's quantiles, tie shares, median gap and tied share as table cells."""
-    cells = [f"{nn[f'p{q}']:.3f}" for q in scale_corpus.QUANTILES]
-    cells += [f"{nn[f'above_{c}']:.3f}" for c in scale_corpus.TIE_COSINES]
-    cells += [f"{nn['gap16_p50']:.3f}", f"{nn['tied16']:.3f}"]
-    return " | ".join(cells)
-
-
-def _nn_lines(rep: dict[str, Any]) -> list[str]:
-    """The nearest-neighbour cosine profile of the real corpus beside each synthetic size's."""
-    rows = [r for r in rep["sizes"] if r.get("nn", {}).get("p50") is not None]
-    real = rep.get("nn_real") or {}
-    if not rows and not real:
-        return []
-    cols = [f"p{q}" for q in scale_corpus.QUANTILES]
-    cols += [f"NN > {c}" for c in scale_corpus.TIE_COSINES] + ["gap 1st/16th", "tied top-16"]
-    title = (
-        f"Nearest-neighbour cosine (`{rep['settings']['corpus']}` corpus; a sample of up to "
-        f"{scale_corpus.NN_SAMPLE:,} rows, exact): quantiles of the cosine to the nearest other "
-        "row; the share with it above 0.99 / 0.98; the median relative gap (c1 - c16) / "
-        "(1 - c16) between the nearest and the 16th nearest (near 0 when the 16 nearest are "
-        f"equidistant, as noisy copies of one vector are); the share with a gap under "
-        f"{scale_corpus.TIE_GAP} (a tied top-16)"
-    )
-    lines = ["", title, "", "| corpus | rows | " + " | ".join(cols) + " |"]
-    lines.append("|---|---:|" + "---:|" * len(cols))
-    if real.get("p50") is not None:
-        lines.append(f"| real gita | {int(real['n']):,} | {_nn_cells(real)} |")
-    for r in rows:
-        lines.append(f"| synthetic | {r['size']:,} | {_nn_cells(r['nn'])} |")
-    return lines
-
-
-def _tier_lines(rep: dict[str, Any]) -> list[str]:
-    """The lexical lane per budget and by BM25 beside the lane without a budget, and the
-    retrieve with the first budget and with BM25."""
-    rows = [r for r in rep["sizes"] if r.get("lexical_tiers") or r.get("bm25")]
-    if not rows:
-        return []
-    title = (
-        "Lexical lane with a budget (the rarest terms first, `lexical_budget`) and by BM25 "
-        "(`lexical_backend: bm25`, tantivy Block-WAND over PostgreSQL's lexemes; its index build "
-        "s and size in the postings column): p50 / p95 ms, overlap@16 with the lane without a "
-        "budget, mean postings ranked; then a full retrieve with the first budget and with BM25"
-    )
-    lines = ["", title, "", "| size | budget | lexical ms | overlap@16 | postings | retrieve ms |"]
-    lines.append("|---:|---:|---:|---:|---:|---:|")
-    for r in rows:
-        budgets = rep["settings"]["lexical_budgets"]
-        first = str(budgets[0]) if budgets else None
-        lex = r["text_lanes"]["lexical"]
-        whole = r["retrieve"]["total"]
-        lines.append(
-            f"| {r['size']:,} | none | {lex['p50_ms']:.1f} / {lex['p95_ms']:.1f} | 1.000 | "
-            f"| {whole['p50_ms']:.1f} / {whole['p95_ms']:.1f} |"
-        )
-        for budget, m in r.get("lexical_tiers", {}).items():
-            tiered = r["retrieve_tiered"]["total"] if budget == first else None
-            cell = f"{tiered['p50_ms']:.1f} / {tiered['p95_ms']:.1f}" if tiered else ""
-            lines.append(
-                f"| {r['size']:,} | {int(budget):,} | {m['p50_ms']:.1f} / {m['p95_ms']:.1f} | "
-                f"{m['overlap_at_16']:.3f} | {m['postings_mean']:.0f} | {cell} |"
-            )
-        if b := r.get("bm25"):
-            whole = r["retrieve_bm25"]["total"]
-            lines.append(
-                f"| {r['size']:,} | BM25 | {b['p50_ms']:.1f} / {b['p95_ms']:.1f} | "
-                f"{b['overlap_at_16']:.3f} | index {b['build_s']:.1f} s, {b['index_mb']:.0f} MB | "
-                f"{whole['p50_ms']:.1f} / {whole['p95_ms']:.1f} |"
-            )
-    return lines
-
-
-def _lanes_lines(rep: dict[str, Any]) -> list[str]:
-    """The text lanes and the full retrieve per size, p50 / p95 ms."""
-    rows = [r for r in rep["sizes"] if r.get("text_lanes") and r.get("retrieve")]
-    if not rows:
-        return []
-    head = "| size | lexical | address | retrieve: lanes | fetch | rerank | whole retrieve |"
-    lines = ["", "Text lanes and a full retrieve (cached query vectors), p50 / p95 ms", "", head]
-    lines.append("|---:|---:|---:|---:|---:|---:|---:|")
-    for r in rows:
-        cells = [r["text_lanes"]["lexical"], r["text_lanes"]["address"]]
-        cells += [r["retrieve"][k] for k in ("lanes", "fetch", "rerank", "total")]
-        text = " | ".join(f"{c['p50_ms']:.1f} / {c['p95_ms']:.1f}" for c in cells)
-        lines.append(f"| {r['size']:,} | {text} |")
-    return lines
-
-
-def _sweep_lines(rep: dict[str, Any]) -> list[str]:
-    """recall@16 and p50 ms per group at each ef_search/iterative_scan, as the planner runs it
-    (with the HNSW share) and with the index forced."""
-    rows = [r for r in rep["sizes"] if r.get("sweep")]
-    if not rows:
-        return []
-    groups = list(rep["settings"]["groups"])
-    head = "| size | ef/iterative | " + " | ".join(f"{g}: recall, gap, p50, HNSW" for g in groups)
-    head += " | " + " | ".join(f"{g} forced: recall, p50" for g in groups) + " |"
-    title = (
-        "ef_search x iterative_scan (dense lane: recall@16 vs exact, cosine lost vs exact top-16, "
-        "p50 ms, share served by HNSW; as the planner runs it, then with the index forced)"
-    )
-    lines = ["", title, "", head]
-    lines.append("|---:|---|" + "---:|" * (2 * len(groups)))
-    for r in rows:
-        for setting, per in r["sweep"].items():
-            plan = [per[g]["planner"] for g in groups]
-            forced = [per[g]["hnsw_forced"] for g in groups]
-            cells = [
-                f"{m['recall_at_16']:.3f}, {m['cos_gap']:.4f}, {m['p50_ms']:.2f}, "
-                f"{m['hnsw_share']:.2f}"
-                for m in plan
-            ]
-            cells += [f"{m['recall_at_16']:.3f}, {m['p50_ms']:.2f}" for m in forced]
-            lines.append(f"| {r['size']:,} | {setting} | " + " | ".join(cells) + " |")
-    return lines
-
-
-def write(rep: dict[str, Any], out_dir: Path) -> list[Path]:
-    """scale.json and scale.png (latency and recall vs size) under `out_dir`."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    js, png = out_dir / "scale.json", out_dir / "scale.png"
-    js.write_text(json.dumps(rep, indent=2, default=float) + "\n", encoding="utf-8")
-    sizes = [r["size"] for r in rep["sizes"]]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
-    for g in rep["settings"]["groups"]:
-        ax1.plot(sizes, [r["groups"][g]["p50_ms"] for r in rep["sizes"]], "o-", label=f"{g} p50")
-        ax1.plot(sizes, [r["groups"][g]["p95_ms"] for r in rep["sizes"]], "x--", label=f"{g} p95")
-        ax2.plot(sizes, [r["groups"][g]["recall_at_16"] for r in rep["sizes"]], "o-", label=g)
-    ax1.set(xscale="log", yscale="log", xlabel="fragments", ylabel="dense lane ms")
-    ax2.set(xscale="log", xlabel="fragments", ylabel="recall@16 vs exact", ylim=(0, 1.02))
-    for ax in (ax1, ax2):
-        ax.legend()
-        ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(png, dpi=110)
-    plt.close(fig)
-    return [js, png]
-
-
 __all__ = [
     "DEFAULT_SIZES",
     "SWEEP_EF",
@@ -742,9 +562,7 @@ __all__ = [
     "default_out_dir",
     "plan",
     "predicted_wall",
-    "render",
     "run",
     "slope",
     "summarise",
-    "write",
 ]
