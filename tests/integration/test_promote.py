@@ -108,6 +108,20 @@ def test_accept_refuse_force_and_rollback(env: Path, tmp_path: Path) -> None:
     assert original != after_first
 
 
+@pytest.mark.db
+def test_provenance_names_the_reranker_the_recommendation_was_measured_with(
+    env: Path, tmp_path: Path
+) -> None:
+    """A recommended arm (notebook 01) ranked with its own config's reranker, not the run's main
+    one (v6's provenance said `none` for an arm that ranked with LTR); a run without an arm keeps
+    its own tag."""
+    llm = "llm/smollm2-135m-yes-prob"
+    arm = crafted_run(tmp_path, why={"arm": "llm_rerank"}, tags={"reranker": "none"}, reranker=llm)
+    assert registry.recommended_from_run(arm).facts["run_reranker"] == llm
+    plain = crafted_run(tmp_path, tags={"reranker": "none"})
+    assert registry.recommended_from_run(plain).facts["run_reranker"] == "none"
+
+
 def cosine_gate(cosine: float) -> LearnedGate:
     """A learned gate over max cosine alone that answers exactly when max cosine ≥ `cosine`
     (p = logistic((max cosine − 0.8) / 0.05), threshold p at `cosine`)."""

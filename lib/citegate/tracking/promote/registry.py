@@ -107,10 +107,19 @@ def recommended_from_run(run_id: str) -> Recommended:
         "embedder": run.data.tags.get("embedder", cfg.embedder),
         "reranker": cfg.reranker,
         "llm": cfg.llm,
-        "run_reranker": run.data.tags.get("reranker", ""),  # what the study itself ranked with
+        "run_reranker": _ranked_with(run.data.tags, cfg, why),
     }
     facts["question_sets"] = {d.dataset.name: d.dataset.digest for d in run.inputs.dataset_inputs}
     return Recommended(cfg, facts, why, model, ltr)
+
+
+def _ranked_with(tags: dict[str, str], cfg: PipelineConfig, why: dict[str, Any] | None) -> str:
+    """What the recommendation was measured with: a recommended arm (notebook 01 names it in
+    recommendation.json) ranks with its own config's reranker, whatever the run's main one was;
+    otherwise the run's own reranker tag."""
+    if why is not None and why.get("arm"):
+        return cfg.reranker
+    return tags.get("reranker", "")
 
 
 def _read_json(path: Path) -> dict[str, Any]:
