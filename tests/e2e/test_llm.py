@@ -4,6 +4,7 @@ caching, start-up failures, retries, and structured output with repair. The SDK 
 from __future__ import annotations
 
 import socket
+import sys
 import time
 from collections.abc import Iterator
 from email.utils import formatdate
@@ -91,6 +92,48 @@ def test_server_that_dies_reports_its_stderr(tmp_path: Path) -> None:
         server.start()
     assert time.monotonic() - start < 30  # death is noticed, not waited out
     assert str(bad) in str(err.value)
+    assert server.proc is None  # nothing left running
+
+
+# A server that loads and lists its model, then crashes on the first request that computes: what
+# llama.cpp's AMX kernels did on a CPU that advertises AMX (general protection fault, SIGSEGV).
+CRASHING_SERVER = """
+import http.server, json, os, signal, sys
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"object": "list", "data": [{"id": "m"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        print("computing the first token", flush=True)
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"""
+
+
+class CrashingServer(LocalLlamaServer):
+    """`LocalLlamaServer`'s start-up and checks around `CRASHING_SERVER` instead of llama.cpp."""
+
+    def __init__(self, script: Path) -> None:
+        super().__init__(script, startup_timeout=30)
+        self.script = script
+
+    def command(self) -> list[str]:
+        return [sys.executable, str(self.script), str(self.port)]
+
+
+def test_server_that_crashes_on_its_first_completion_fails_at_start(tmp_path: Path) -> None:
+    script = tmp_path / "crashing_server.py"
+    script.write_text(CRASHING_SERVER)
+    server = CrashingServer(script)
+    with pytest.raises(CitegateError, match=r"killed by SIGSEGV on its first completion") as err:
+        server.start()
+    assert "computing the first token" in str(err.value)  # the server's own output
     assert server.proc is None  # nothing left running
 
 

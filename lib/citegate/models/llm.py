@@ -194,11 +194,46 @@ class LocalLlamaServer:
                     f"(model {self.model_path}); its output ends with:\n{self.log_tail()}"
                 )
             if self._answers():
+                self._check_first_completion(deadline)
                 return
             time.sleep(0.2)
         raise CitegateError(
             f"local LLM server on port {self.port} did not answer within "
             f"{self.startup_timeout:.0f} s; its output ends with:\n{self.log_tail()}"
+        )
+
+    def _check_first_completion(self, deadline: float) -> None:
+        """Generate one token, so a server that loads but crashes when it computes (e.g. a
+        llama.cpp build whose AMX kernels fault on this CPU: see the Makefile) fails here, with
+        its exit status and output, instead of as every later call's "Connection refused".
+        The raw prompt "0" shares no token with a chat prompt (those open with <|im_start|>), so
+        the first real call evaluates its whole prompt as it would without this check."""
+        assert self.proc is not None
+        body = json.dumps({"prompt": "0", "max_tokens": 1, "temperature": 0.0}).encode()
+        request = urllib.request.Request(
+            f"{self.base_url}/completions", body, {"Content-Type": "application/json"}
+        )
+        timeout = max(1.0, deadline - time.monotonic())
+        failure = ""
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as resp:
+                resp.read()
+        except (urllib.error.URLError, OSError) as exc:
+            failure = f"{type(exc).__name__}: {exc}"
+        if not failure and self.proc.poll() is None:
+            return
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=2.0)  # a server that crashed on the request is exiting
+        code = self.proc.poll()
+        if code is None:
+            what = f"failed its first completion ({failure})"
+        elif code < 0:
+            what = f"was killed by {_signal_name(-code)} on its first completion"
+        else:
+            what = f"exited with code {code} on its first completion"
+        raise CitegateError(
+            f"local LLM server {what} (model {self.model_path}); "
+            f"its output ends with:\n{self.log_tail()}"
         )
 
     def _answers(self) -> bool:
@@ -232,6 +267,14 @@ class LocalLlamaServer:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+def _signal_name(number: int) -> str:
+    """`SIGSEGV` for 11; the number itself for a signal Python does not name."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
