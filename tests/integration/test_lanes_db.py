@@ -245,3 +245,35 @@ def test_a_build_without_lexeme_counts_ranks_every_match(demo: psycopg.Connectio
         assert lanes.lexical(demo, text, emb.id, ("gita",), 40, 8) == full
         assert refresh_lexemes(demo, emb.id, "gita") > 1000
         assert lanes.lexical_tiers(demo, [text], [40], emb.id, ("gita",), 8)[0].tiered
+
+
+def test_a_hindi_question_quoting_the_sanskrit_finds_its_verse_only_when_romanised(
+    demo: psycopg.Connection,
+    emb,  # noqa: ANN001
+) -> None:
+    """BG 1.38's compound quoted in Devanagari: the corpus holds it only romanised
+    ("lobhopahata-chetasaḥ"), so the lexical lane finds the verse through `lexical_romanise`
+    and finds nothing without it; batched and single calls agree, and the setting is a
+    collection key only when on (traces collected without it keep their keys)."""
+    question = "यद्यपि एते न पश्यन्ति लोभोपहतचेतसः का क्या अर्थ है?"
+    corpora = ("gita",)
+    off = lanes.lexical(demo, question, emb.id, corpora, 16)
+    on = lanes.lexical(demo, question, emb.id, corpora, 16, romanised=True)
+    labels = demo.execute(
+        "SELECT id, addr_label FROM fragments WHERE id = ANY(%s)", ([h.fragment_id for h in on],)
+    ).fetchall()
+    assert "BG 1.38" in {label for _, label in labels}
+    assert "BG 1.38" not in {
+        label
+        for _, label in demo.execute(
+            "SELECT id, addr_label FROM fragments WHERE id = ANY(%s)",
+            ([h.fragment_id for h in off],),
+        ).fetchall()
+    }
+    (vec,) = emb.embed_queries([question])
+    (batched,) = lanes.batch_hits(
+        demo, [question], vec[None, :], [16], emb.id, corpora, lexical_romanise=True
+    )
+    assert [h for h in batched if h.lane == "lexical"] == on
+    assert PipelineConfig(lexical_romanise=True).collection_key()["lexical_romanise"] is True
+    assert "lexical_romanise" not in PipelineConfig().collection_key()

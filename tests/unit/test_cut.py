@@ -80,6 +80,30 @@ def test_cap_keeps_top_by_cosine() -> None:
     assert dropped == {c.fragment_id for c in pool[:10]}  # the 10 lowest cosines
 
 
+def test_cap_lexical_keeps_what_the_lexical_lane_ranked_high_past_the_cap() -> None:
+    pool = [cand(0.2 + i / 1000, rerank=1 - i / 1000) for i in range(70)]
+    pool[0] = replace(pool[0], lex_rank=3, lanes=("lexical@r1",))  # lowest cosine, lexical #3
+    pool[1] = replace(pool[1], lex_rank=30, lanes=("lexical@r1",))  # lexical, ranked too low
+    _, seed = cut(pool, CFG)
+    _, kept = cut(pool, CFG.replace(cap_lexical=16))
+    assert seed[pool[0].fragment_id] == seed[pool[1].fragment_id] == "dropped:cap"
+    assert kept[pool[0].fragment_id] != "dropped:cap"
+    assert kept[pool[1].fragment_id] == "dropped:cap"
+    others = [c.fragment_id for c in pool[2:]]
+    capped = [i for i in others if kept[i] == "dropped:cap"]
+    assert capped == [i for i in others if seed[i] == "dropped:cap"]  # the cap moves no other
+
+
+def test_cap_lexical_keeps_the_verse_group_of_a_lexical_hit() -> None:
+    pool = [cand(0.2 + i / 1000, rerank=1 - i / 1000) for i in range(70)]
+    pool[0] = replace(pool[0], lex_rank=1, lanes=("lexical@r1",), addr_label="BG 9.9")
+    pool[1] = replace(pool[1], addr_label="BG 9.9")  # another passage of the same verse
+    cfg = CFG.replace(verse_notes=True, cap_lexical=16)
+    _, stage = cut(pool, cfg)
+    assert stage[pool[0].fragment_id] != "dropped:cap"
+    assert stage[pool[1].fragment_id] != "dropped:cap"
+
+
 def test_ranks_not_scores_decide_the_top_16() -> None:
     # every rerank score is tiny; an absolute threshold would drop all, rank keeps the best 16
     pool = [cand(0.5, kind="commentary", rerank=0.001 * i) for i in range(30)]

@@ -44,7 +44,11 @@ COLLECTION_KEYS = (
 
 # Collection knobs a key holds only when they differ from their default (added after traces
 # were cached; a key without one was collected at the default).
-OPTIONAL_COLLECTION_KEYS: dict[str, Any] = {"lexical_budget": 0, "lexical_backend": "postgres"}
+OPTIONAL_COLLECTION_KEYS: dict[str, Any] = {
+    "lexical_budget": 0,
+    "lexical_backend": "postgres",
+    "lexical_romanise": False,
+}
 LEXICAL_BACKENDS = ("postgres", "bm25")
 
 
@@ -103,8 +107,16 @@ class PipelineConfig:
     # "bm25" (tantivy's BM25 with Block-WAND over the same lexemes, `store.bm25`; its cost grows
     # with k, not with the matches; `lexical_budget` then does not apply).
     lexical_backend: str = "postgres"
+    # The lexical lane also searches a question's Devanagari words as the gita corpus writes them
+    # (its romanisation, with and without diacritics: `core.romanise`), Hindi function words
+    # dropped. Off: Devanagari is cut at every vowel sign and matches nothing (issue 23, Hindi).
+    lexical_romanise: bool = False
     pre_floor: float = 0.18  # noise floor on cosine (lexical/address hits are forced past it)
     cap: int = 60  # keep the top N by cosine before rerank
+    # The cap also keeps every candidate the round-1 lexical lane ranked within this many (its
+    # verse group with `verse_notes`): a verse found only by its words (a Hindi question's
+    # romanised Sanskrit) is no longer cut for its cosine. 0: the cap is by cosine alone.
+    cap_lexical: int = 0
     rerank_top_k: int = 16  # keep the top K by rerank *rank*
     rerank_sweep_floor: float = 0.0  # rerank every candidate at/above this cosine (exact replays)
     # Verses the question names spelled out ("Chapter 2, Verse 13", "Глава 2, стих 13", "अध्याय २,
@@ -306,6 +318,7 @@ _NN_KEYS = (
     "sufficient_lectures",
     "workers",
     "lexical_budget",
+    "cap_lexical",
 )
 _DEFAULTS = PipelineConfig.__dataclass_fields__
 

@@ -132,6 +132,20 @@ def cap_groups(pool: Sequence[Candidate], n: int) -> tuple[list[Candidate], list
     return kept, [c for c in ordered if rank[verse_group(c)] >= n]
 
 
+def keep_lexical(
+    kept: Sequence[Candidate], dropped: Sequence[Candidate], within: int, groups: bool
+) -> tuple[list[Candidate], list[Candidate]]:
+    """Past the cap, what it dropped that the round-1 lexical lane ranked within `within` (with
+    `groups`, every candidate of such a candidate's verse group), in the cap's order."""
+    if within <= 0:
+        return list(kept), list(dropped)
+    lexical = {c.fragment_id for c in dropped if c.lex_rank is not None and c.lex_rank <= within}
+    back = {verse_group(c) for c in dropped if c.fragment_id in lexical} if groups else set()
+    keep = [c for c in dropped if c.fragment_id in lexical or verse_group(c) in back]
+    ids = {c.fragment_id for c in keep}
+    return [*kept, *keep], [c for c in dropped if c.fragment_id not in ids]
+
+
 def representatives(
     pool: Sequence[Candidate],
 ) -> tuple[list[Candidate], dict[int, list[Candidate]]]:
@@ -154,6 +168,7 @@ def cut(pool: Sequence[Candidate], cfg: PipelineConfig) -> tuple[list[Candidate]
     live, dropped = pre_floor(live, cfg.pre_floor)
     stage.update((c.fragment_id, Stage.DROPPED_PRE_FLOOR) for c in dropped)
     live, dropped = (cap_groups if cfg.verse_notes else cap)(live, cfg.cap)
+    live, dropped = keep_lexical(live, dropped, cfg.cap_lexical, cfg.verse_notes)
     stage.update((c.fragment_id, Stage.DROPPED_CAP) for c in dropped)
     members: dict[int, list[Candidate]] = {}
     if cfg.verse_notes:

@@ -11,6 +11,7 @@ rounds as ONE statement (`batch_hits`), which gives exactly what the single-text
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +20,8 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from citegate.core.text import STOPWORDS
+from citegate.core.romanise import ascii_fold, has_devanagari, romanise
+from citegate.core.text import HINDI_STOPWORDS, STOPWORDS
 from citegate.core.types import NAMED_LANE
 from citegate.corpus.sources.address import find_verse_refs, named_verses, verse_label
 from citegate.store import bm25
@@ -181,10 +183,11 @@ def lexical_tiers(
     embedder_id: str,
     corpora: Sequence[str],
     budget: int,
+    romanised: bool = False,
 ) -> list[LexicalTier]:
     """Each text's tier (`choose_tier`) from the builds' lexeme counts, in one statement; with no
     budget, or a searched build without counts, every text ranks every match."""
-    words = [" ".join(lexical_query(t).split(" or ")) for t in texts]
+    words = [" ".join(lexical_query(t, romanised).split(" or ")) for t in texts]
     if budget <= 0 or not any(words):
         return [LexicalTier.everything() for _ in texts]
     rows = conn.execute(
@@ -198,15 +201,35 @@ def lexical_tiers(
     return [choose_tier(per.get(i, []), k, budget) for i, k in enumerate(ks)]
 
 
-def lexical_query(text: str) -> str:
+def lexical_query(text: str, romanised: bool = False) -> str:
     """An OR query over the question's content words (stopwords dropped, so a natural question
-    does not match every row), up to 32 of them."""
+    does not match every row), up to 32 of them. With `romanised` and Devanagari in the text,
+    its words are kept whole (vowel signs are not letters to `isalnum`), Hindi function words
+    are dropped, and each word is followed by its romanisation and that without diacritics."""
+    if romanised and has_devanagari(text):
+        return " or ".join(_romanised_words(text)[:32])
     words = [
         w
         for w in "".join(c if c.isalnum() else " " for c in text).split()
         if len(w) > 2 and w.lower() not in STOPWORDS
     ]
     return " or ".join(list(dict.fromkeys(words))[:32])
+
+
+def _romanised_words(text: str) -> list[str]:
+    """The content words of a text with Devanagari, each then its romanised forms, deduplicated."""
+    kept = "".join(
+        c if c.isalnum() or unicodedata.category(c).startswith("M") else " " for c in text
+    )
+    out: list[str] = []
+    for w in kept.split():
+        if w in HINDI_STOPWORDS:
+            continue
+        r = romanise(w)
+        for form in (w, r, ascii_fold(r)):
+            if len(form) > 2 and form.lower() not in STOPWORDS and form not in out:
+                out.append(form)
+    return out
 
 
 def lexical(
@@ -217,16 +240,18 @@ def lexical(
     k: int,
     budget: int = 0,
     backend: str = "postgres",
+    romanised: bool = False,
 ) -> list[LaneHit]:
     """Full-text hits ranked by ts_rank_cd, the better of the stemmed and unstemmed configs; with
     a `budget`, only the rows the question's rarest terms match are ranked (`choose_tier`).
-    `backend="bm25"` ranks the same query words' lexemes by BM25 instead (`bm25_hits`)."""
-    q = lexical_query(text)
+    `backend="bm25"` ranks the same query words' lexemes by BM25 instead (`bm25_hits`);
+    `romanised` adds Devanagari words' romanisations (`lexical_query`)."""
+    q = lexical_query(text, romanised)
     if not q:
         return []
     if backend == "bm25":
-        return bm25_hits(conn, [text], [k], embedder_id, corpora)[0]
-    (tier,) = lexical_tiers(conn, [text], [k], embedder_id, corpora, budget)
+        return bm25_hits(conn, [text], [k], embedder_id, corpora, romanised)[0]
+    (tier,) = lexical_tiers(conn, [text], [k], embedder_id, corpora, budget, romanised)
     params = {"t": q, "eid": embedder_id, "corpora": list(corpora), "k": k}
     params.update({"tiered": tier.tiered, "tru": tier.ru, "tsi": tier.si})
     rows = conn.execute(LEXICAL_SQL, params).fetchall()
@@ -239,10 +264,11 @@ def bm25_hits(
     ks: Sequence[int],
     embedder_id: str,
     corpora: Sequence[str],
+    romanised: bool = False,
 ) -> list[list[LaneHit]]:
     """Per text, the lexical lane by BM25 (`store.bm25`): the lexemes of its query words
     (`lexical_query`, the words the PostgreSQL backend searches), top ks[i], ties by id."""
-    words = [" ".join(lexical_query(t).split(" or ")) for t in texts]
+    words = [" ".join(lexical_query(t, romanised).split(" or ")) for t in texts]
     ranked = bm25.search(conn, words, ks, embedder_id, corpora)
     return [[LaneHit(f, "lexical", r, s) for r, (f, s) in enumerate(hits, 1)] for hits in ranked]
 
@@ -434,6 +460,7 @@ def batch_hits(
     exact: bool = False,
     lexical_budget: int = 0,
     lexical_backend: str = "postgres",
+    lexical_romanise: bool = False,
 ) -> list[list[LaneHit]]:
     """Per text, the hits `dense` (each group in `groups`), `lexical` and `address` give it at its
     depth `ks[i]`, in that order and ranked as the single-text calls rank them; in ONE statement
@@ -447,13 +474,15 @@ def batch_hits(
     params: dict[str, object] = {"corpora": list(corpora), "eid": embedder_id}
     params.update({f"kinds_{g}": list(KIND_GROUPS[g]) for g in groups})
     budget = lexical_budget if text_lanes and not by_bm25 else 0
-    tiers = lexical_tiers(conn, texts, ks, embedder_id, corpora, budget)
+    tiers = lexical_tiers(conn, texts, ks, embedder_id, corpora, budget, lexical_romanise)
     for i, (text, vec, k, tier) in enumerate(zip(texts, qvecs, ks, tiers, strict=True)):
         labels = [verse_label(c, v) for c, v in find_verse_refs(text)] if text_lanes else []
         params.update(
             {
                 f"v{i}": np.asarray(vec, dtype=np.float32),
-                f"lex{i}": lexical_query(text) if text_lanes and not by_bm25 else "",
+                f"lex{i}": (
+                    lexical_query(text, lexical_romanise) if text_lanes and not by_bm25 else ""
+                ),
                 f"labels{i}": labels,
                 f"t{i}": text[:300],
                 f"k{i}": int(k),
@@ -473,7 +502,8 @@ def batch_hits(
             )
         rows = conn.execute(query, params, prepare=False).fetchall()
     if by_bm25:
-        for i, hits in enumerate(bm25_hits(conn, texts, ks, embedder_id, corpora)):
+        bm25_lane = bm25_hits(conn, texts, ks, embedder_id, corpora, lexical_romanise)
+        for i, hits in enumerate(bm25_lane):
             ids = [h.fragment_id for h in hits]
             rows.append(("lexical", i, ids, [h.lane_score for h in hits]))
     return _assemble(rows, groups, ks)

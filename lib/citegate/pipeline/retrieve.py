@@ -111,7 +111,7 @@ def _lane_hits(
     flat = lanes.batch_hits(
         conn, texts, vecs, ks, embedder_id, cfg.corpora, cfg.address_trgm,
         exact=cfg.exact_dense, lexical_budget=cfg.lexical_budget,
-        lexical_backend=cfg.lexical_backend,
+        lexical_backend=cfg.lexical_backend, lexical_romanise=cfg.lexical_romanise,
     )  # fmt: skip
     out, start = [], 0
     for ts, _, _ in rounds:
@@ -149,8 +149,9 @@ def _text_hits(
         for h in lanes.dense(conn, vec, embedder_id, cfg.corpora, g, depth, exact=cfg.exact_dense)
     ]
     hits += lanes.lexical(
-        conn, text, embedder_id, cfg.corpora, depth, cfg.lexical_budget, cfg.lexical_backend
-    )
+        conn, text, embedder_id, cfg.corpora, depth, cfg.lexical_budget, cfg.lexical_backend,
+        cfg.lexical_romanise,
+    )  # fmt: skip
     return hits + lanes.address(conn, text, embedder_id, cfg.corpora, depth, cfg.address_trgm)
 
 

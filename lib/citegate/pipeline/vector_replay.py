@@ -235,13 +235,14 @@ def _rounds(p: PackedTraces, cfg: PipelineConfig) -> tuple[list[_Round], np.ndar
 def vectorised(cfg: PipelineConfig) -> bool:
     """Whether `cfg` replays as array operations here: the production arm with one note per
     passage, the round-two decision left to the gate and without the named lane. Any other
-    config (the rrf_hybrid arm, `verse_notes`, `fanout: always`, `pin_named_verses`) falls back
+    config (the rrf_hybrid arm, `verse_notes`, `fanout: always`, `pin_named_verses`, `cap_lexical`) falls back
     to the scalar `replay`, trace by trace: the same results, slower."""
     return (
         cfg.arm != "rrf_hybrid"
         and not cfg.verse_notes
         and cfg.fanout == "gate"
         and not cfg.pin_named_verses
+        and not cfg.cap_lexical
     )
 
 
