@@ -21,7 +21,8 @@ from citegate.core.config import PipelineConfig, save_config
 from citegate.core.errors import ModelFailure
 from citegate.core.types import Candidate
 from citegate.corpus.questions import Question, QuestionSet
-from citegate.models.llm import LOCAL_MODEL_ID, ChatClient, LocalLlamaServer
+from citegate.models.llm import ChatClient
+from citegate.models.llm_server import LOCAL_MODEL_ID, LocalLlamaServer
 from citegate.pipeline import fallback as F
 from citegate.pipeline.outline import outline
 from citegate.studies import fallback as fs

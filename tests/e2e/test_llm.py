@@ -16,17 +16,15 @@ from llm_stub import Stub, completion, dead_url, error, stub_server
 
 from citegate.core.errors import CitegateError
 from citegate.models.llm import (
-    LOCAL_MODEL_ID,
     OPENROUTER_BASE_URL,
     OPENROUTER_DEFAULT_MODEL,
     ChatClient,
     LLMError,
-    LocalLlamaServer,
     MemoryAnswer,
-    local_model_path,
     parse_memory_answer,
     url_kind,
 )
+from citegate.models.llm_server import LOCAL_MODEL_ID, LocalLlamaServer, local_model_path
 
 HI = [{"role": "user", "content": "Say hi."}]
 GOOD_JSON = (

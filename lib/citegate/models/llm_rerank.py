@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from citegate.models.llm import local_model_path
+from citegate.models.llm_server import local_model_path
 from citegate.models.protocols import Scorable
 
 SYSTEM = "You are a careful relevance judge."

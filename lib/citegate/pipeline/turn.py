@@ -19,7 +19,8 @@ from citegate.core.errors import is_model_error
 from citegate.core.text import detect_language
 from citegate.core.types import Branch, CallStatus, Candidate, Decision, RetrievalResult, Status
 from citegate.models.embed import Embedder
-from citegate.models.llm import LOCAL_MODEL_ID, ChatClient, LocalLlamaServer
+from citegate.models.llm import ChatClient
+from citegate.models.llm_server import LOCAL_MODEL_ID, LocalLlamaServer
 from citegate.models.rerank import Reranker
 from citegate.pipeline.fallback import NOT_FOUND, FallbackAnswer, fallback_turn, supported
 from citegate.pipeline.llm_calls import DEFAULT_OPTIONS, CallOptions

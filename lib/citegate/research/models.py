@@ -17,7 +17,8 @@ from typing import Any
 
 from citegate.core import paths
 from citegate.core.errors import CitegateError
-from citegate.models.llm import LOCAL_MODEL_ID, ChatClient, LocalLlamaServer, local_model_path
+from citegate.models.llm import ChatClient
+from citegate.models.llm_server import LOCAL_MODEL_ID, LocalLlamaServer, local_model_path
 
 QWEN_FILE = "qwen2.5-0.5b-instruct-q4.gguf"
 QWEN_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
