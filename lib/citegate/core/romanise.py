@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import unicodedata
 
+from citegate.core.text import DEVANAGARI
+
 _CONSONANTS = {
     "क": "k", "ख": "kh", "ग": "g", "घ": "gh", "ङ": "ṅ",
     "च": "ch", "छ": "chh", "ज": "j", "झ": "jh", "ञ": "ñ",
@@ -43,7 +45,7 @@ _DANDAS = {"।": " ", "॥": " "}
 
 def has_devanagari(text: str) -> bool:
     """Whether any character of `text` is in the Devanagari block."""
-    return any("\u0900" <= c <= "\u097f" for c in text)
+    return DEVANAGARI.search(text) is not None
 
 
 def romanise(text: str) -> str:

@@ -187,7 +187,7 @@ def lexical_tiers(
 ) -> list[LexicalTier]:
     """Each text's tier (`choose_tier`) from the builds' lexeme counts, in one statement; with no
     budget, or a searched build without counts, every text ranks every match."""
-    words = [" ".join(lexical_query(t, romanised).split(" or ")) for t in texts]
+    words = query_words(texts, romanised)
     if budget <= 0 or not any(words):
         return [LexicalTier.everything() for _ in texts]
     rows = conn.execute(
@@ -214,6 +214,12 @@ def lexical_query(text: str, romanised: bool = False) -> str:
         if len(w) > 2 and w.lower() not in STOPWORDS
     ]
     return " or ".join(list(dict.fromkeys(words))[:32])
+
+
+def query_words(texts: Sequence[str], romanised: bool = False) -> list[str]:
+    """Each text's `lexical_query` words, space-separated: what the lexeme counts (tiers) and
+    the BM25 index look up."""
+    return [" ".join(lexical_query(t, romanised).split(" or ")) for t in texts]
 
 
 def _romanised_words(text: str) -> list[str]:
@@ -268,7 +274,7 @@ def bm25_hits(
 ) -> list[list[LaneHit]]:
     """Per text, the lexical lane by BM25 (`store.bm25`): the lexemes of its query words
     (`lexical_query`, the words the PostgreSQL backend searches), top ks[i], ties by id."""
-    words = [" ".join(lexical_query(t, romanised).split(" or ")) for t in texts]
+    words = query_words(texts, romanised)
     ranked = bm25.search(conn, words, ks, embedder_id, corpora)
     return [[LaneHit(f, "lexical", r, s) for r, (f, s) in enumerate(hits, 1)] for hits in ranked]
 
