@@ -99,10 +99,70 @@ def test_vectors_of_two_embedders_never_mix(conn: psycopg.Connection) -> None:
             "SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE 'fragments_hnsw_%'"
         )
     }
-    assert set(idx) == {db.hnsw_index_name(EMB), db.hnsw_index_name("test/emb-3")}
-    assert "vector(4)" in idx[db.hnsw_index_name(EMB)] and EMB in idx[db.hnsw_index_name(EMB)]
+    assert set(idx) == {*db.hnsw_index_names(EMB), *db.hnsw_index_names("test/emb-3")}
+    verses = idx[db.hnsw_index_name(EMB, "verses")]
+    assert "vector(4)" in verses and EMB in verses and "'{verse}'::text[]" in verses
     hits = lanes.dense(conn, unit([[1, 0, 0, 0]])[0], EMB, ["c"], "verses", 10)
     assert len(hits) == 1  # only the 4-d embedder's row
+
+
+def _hnsw_defs(conn: psycopg.Connection) -> dict[str, str]:
+    rows = conn.execute(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE 'fragments_hnsw_%'"
+    )
+    return {r[0]: r[1] for r in rows}
+
+
+def test_migration_006_replaces_the_embedder_wide_index_with_those_ensure_embedder_makes(
+    conn: psycopg.Connection,
+) -> None:
+    """A database from before 006 (one HNSW index per embedder) gets exactly the per-group
+    indexes a new database gets: same names, same predicates, and the old index dropped."""
+    db.ensure_embedder(conn, EMB, 4)
+    db.ensure_embedder(conn, "test/emb-3", 3)
+    want = _hnsw_defs(conn)
+    for name in want:
+        conn.execute(f'DROP INDEX "{name}"')
+    for eid, dim in ((EMB, 4), ("test/emb-3", 3)):
+        conn.execute(
+            f'CREATE INDEX "{db.legacy_hnsw_index_name(eid)}" ON fragments USING hnsw '
+            f"((embedding::vector({dim})) vector_cosine_ops) WHERE embedder_id = '{eid}'"
+        )
+    conn.execute("DELETE FROM schema_migrations WHERE version = '006_hnsw_per_kind_group'")
+    assert db.migrate(conn) == ["006_hnsw_per_kind_group"]
+    assert _hnsw_defs(conn) == want
+
+
+def test_each_kind_group_is_searched_through_its_own_index(conn: psycopg.Connection) -> None:
+    """The planner proves the dense lane's WHERE implies its group's index predicate: with
+    sequential scans and sorts off, each group's search is a scan of that group's index (if it
+    could not prove it, the query would fail to find a plan or scan another index)."""
+    db.ensure_embedder(conn, EMB, 4)
+    transcript = {"addr_label": None, "track_id": "t", "start_ms": 0, "end_ms": 1}
+    frags = [
+        frag("1.1"),
+        frag("1.2", kind="commentary"),
+        frag("1.3", kind="track_transcript", **transcript),
+    ]
+    write_batch(conn, frags, unit([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]]), EMB)
+    for group in lanes.KIND_GROUPS:
+        before = _group_scans(conn, db.hnsw_index_name(EMB, group))
+        with conn.transaction():
+            for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
+                conn.execute(f"SET LOCAL {setting} = off")
+            hits = lanes.dense(conn, unit([[1, 1, 1, 0]])[0], EMB, ["c"], group, 10)
+        assert len(hits) == 1, group
+        assert _group_scans(conn, db.hnsw_index_name(EMB, group)) == before + 1, group
+
+
+def _group_scans(conn: psycopg.Connection, name: str) -> int:
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    conn.execute("SELECT pg_stat_clear_snapshot()")
+    row = conn.execute(
+        "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes WHERE indexrelname = %s",
+        (name,),
+    ).fetchone()
+    return int(row[0])
 
 
 def test_fragment_reads_by_id_and_by_corpus(
@@ -148,10 +208,12 @@ def test_hnsw_top_k_equals_exact_search_on_small_set(conn: psycopg.Connection) -
     write_batch(conn, [frag(f"{i}") for i in range(300)], vecs, "test/emb-16")
     plan = conn.execute(
         "EXPLAIN SELECT id FROM fragments WHERE embedder_id = 'test/emb-16' "
+        "AND kind = ANY ('{verse}'::text[]) "
         "ORDER BY embedding::vector(16) <=> %s::vector(16) LIMIT 10",
         (vecs[0],),
     ).fetchall()
-    assert "fragments_hnsw_" in " ".join(r[0] for r in plan)  # the partial index is used
+    # the verses group's partial index is used
+    assert db.hnsw_index_name("test/emb-16", "verses") in " ".join(r[0] for r in plan)
     for q in vecs[:20]:
         ann = [h.fragment_id for h in lanes.dense(conn, q, "test/emb-16", ["c"], "verses", 10)]
         exact = [

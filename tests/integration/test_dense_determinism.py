@@ -70,7 +70,8 @@ def rebuilt_copy(pg_url: str, demo_db: str) -> Iterator[str]:
     emb_id = default_embedder().id
     with db.connect(url) as c:
         c.execute("UPDATE fragments SET tokens = tokens WHERE id % 3 = 0")
-        c.execute(f'REINDEX INDEX "{db.hnsw_index_name(emb_id)}"')
+        for index in db.hnsw_index_names(emb_id):
+            c.execute(f'REINDEX INDEX "{index}"')
         c.execute("VACUUM (ANALYZE) fragments")
     yield url
     with psycopg.connect(pg_url, autocommit=True) as admin:

@@ -115,7 +115,8 @@ def test_a_search_shared_by_texts_of_different_depths_is_cut_to_each(
     demo: psycopg.Connection, emb
 ) -> None:  # noqa: ANN001
     """The question at lane_k and again at twice that (retrieve's two rounds) is searched once by
-    the text lanes at the larger depth; each copy gets exactly what its own call would."""
+    every lane, the dense ones included, at the larger depth; each copy gets exactly what its own
+    call would, as the planner plans it and over the HNSW index alone."""
     cfg = PipelineConfig(embedder=emb.id)
     for q in ["What does Gita 2:13 say about the soul?", *_questions(4)]:
         texts, ks = [q, keywords(q), q], [cfg.lane_k, 2 * cfg.lane_k, 2 * cfg.lane_k]
@@ -124,6 +125,17 @@ def test_a_search_shared_by_texts_of_different_depths_is_cut_to_each(
         want = [_single(demo, t, v, cfg, k) for t, v, k in zip(texts, vecs, ks, strict=True)]
         assert got == want, q
         assert len(got[0]) < len(got[2])  # the depths really differ
+        with _hnsw_forced(demo):
+            before = hnsw_scans(demo, cfg.embedder)
+            got = lanes.batch_hits(
+                demo, texts, vecs, ks, cfg.embedder, cfg.corpora, text_lanes=False
+            )
+            scans = hnsw_scans(demo, cfg.embedder) - before
+            want = [_single(demo, t, v, cfg, k) for t, v, k in zip(texts, vecs, ks, strict=True)]
+        distinct = len({v.astype(np.float32).tobytes() for v in vecs})  # 1 when keywords(q) == q
+        assert distinct < len(texts)
+        assert scans == distinct * len(lanes.KIND_GROUPS), q  # the question's vector once
+        assert got == [[h for h in w if h.lane.startswith("dense:")] for w in want], q
 
 
 def test_batched_and_unbatched_collect_give_identical_traces(demo: psycopg.Connection, emb) -> None:  # noqa: ANN001

@@ -23,6 +23,13 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
+# The dense lane searches each kind group on its own (its own top k), so a rare kind is never
+# crowded out by a common one; each group has its own partial HNSW index (`store.db`).
+KIND_GROUPS: dict[str, tuple[str, ...]] = {
+    "transcripts": ("track_transcript",),
+    "verses": ("verse",),
+    "library": ("commentary", "prose_chapter", "letter"),
+}
 # Lanes whose hits pass the cosine pre-floor whatever their cosine (lane tags start with these).
 FORCING_LANES = ("lexical", "address")
 # A verse the question names spelled out ("Chapter 2, Verse 13", "Глава 2, стих 13", "अध्याय २,

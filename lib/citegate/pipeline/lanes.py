@@ -1,6 +1,7 @@
 """The retrieval lanes, each one parameterized SQL query (user text is never spliced into SQL).
 
-dense   — pgvector HNSW cosine search per kind group (transcripts, verses, other library);
+dense   — pgvector HNSW cosine search per kind group (transcripts, verses, other library), each
+          group on its own partial index (`store.db.ensure_embedder`);
 lexical — `websearch_to_tsquery` over the `russian` (stemmed) and `simple` (exact) tsvectors;
 address — canonical verse addresses ("BG 2.13", "Gita 2:13", …) and pg_trgm word similarity over
           `addr_label || source_id || tokens`.
@@ -22,16 +23,10 @@ from psycopg import sql
 
 from citegate.core.romanise import ascii_fold, has_devanagari, romanise
 from citegate.core.text import HINDI_STOPWORDS, STOPWORDS
-from citegate.core.types import NAMED_LANE
+from citegate.core.types import KIND_GROUPS, NAMED_LANE
 from citegate.corpus.sources.address import find_verse_refs, named_verses, verse_label
-from citegate.store import bm25
+from citegate.store import bm25, db
 from citegate.store.tables import FRAGMENT_COLUMNS
-
-KIND_GROUPS: dict[str, tuple[str, ...]] = {
-    "transcripts": ("track_transcript",),
-    "verses": ("verse",),
-    "library": ("commentary", "prose_chapter", "letter"),
-}
 
 
 @dataclass(frozen=True)
@@ -75,13 +70,18 @@ def dense(
     dim = int(qvec.shape[0])
     query = sql.SQL(
         "SELECT id, 1 - ({v} <=> %(q)s::vector({d})) FROM fragments "
-        "WHERE embedder_id = {eid} AND corpus = ANY(%(corpora)s) AND kind = ANY(%(kinds)s) "
+        "WHERE embedder_id = {eid} AND corpus = ANY(%(corpora)s) AND kind = ANY ({kinds}) "
         "ORDER BY {v} <=> %(q)s::vector({d}){tie} LIMIT %(k)s"
-    ).format(v=_vec(dim), d=sql.Literal(dim), eid=sql.Literal(embedder_id), tie=_tie_break(exact))
+    ).format(
+        v=_vec(dim),
+        d=sql.Literal(dim),
+        eid=sql.Literal(embedder_id),
+        kinds=db.kinds_array(group),
+        tie=_tie_break(exact),
+    )
     params = {
         "q": qvec.astype(np.float32),
         "corpora": list(corpora),
-        "kinds": list(KIND_GROUPS[group]),
         "k": k,
     }
     with conn.transaction():
@@ -356,6 +356,10 @@ def named(
 # - dense: one subquery per kind group and depth, with the depth as a literal LIMIT, so it is
 #   planned as the single query is; when the planner picks the HNSW index, pgvector rescans it per
 #   outer row (resetting its iterative-scan state) under the session's ef_search/iterative_scan.
+#   Texts with the same vector (the question, searched in round 1 and again in round 2) share one
+#   search at the largest depth asked (`shared_searches`): each text gets its first k hits. Over an
+#   HNSW index that is what a search at depth k gives (the index hands rows over in one fixed
+#   order and the LIMIT only stops reading), and so is an exact scan's, whose order is total.
 # - lexical and address: their ORDER BY is total (ties broken by id), so the top-k is exactly the
 #   first k of a deeper top-n. Texts whose tsqueries (or address texts) are equal, such as the
 #   question in round 1 and again in round 2, are searched once at the largest depth asked.
@@ -365,12 +369,12 @@ def named(
 # similarity are `real`, and a binary float4 would not round to the same Python float.
 
 _DENSE_PART = """
-SELECT {lane}::text AS lane, q.i, h.ids, h.scores FROM q CROSS JOIN LATERAL (
+SELECT {lane}::text AS lane, dv.j, h.ids, h.scores FROM dv CROSS JOIN LATERAL (
   SELECT array_agg(s.id) AS ids, array_agg(s.c::text) AS scores FROM (
-    SELECT id, 1 - ({v} <=> q.v) AS c FROM fragments
-    WHERE embedder_id = {eid} AND corpus = ANY(%(corpora)s) AND kind = ANY({kinds})
-    ORDER BY {v} <=> q.v{tie} LIMIT {k}) s) h
-WHERE q.k = {k}"""
+    SELECT id, 1 - ({v} <=> dv.v) AS c FROM fragments
+    WHERE embedder_id = {eid} AND corpus = ANY(%(corpora)s) AND kind = ANY ({kinds})
+    ORDER BY {v} <=> dv.v{tie} LIMIT {k}) s) h
+WHERE dv.k = {k}"""
 _TEXT_CTES = """,
 lx AS (SELECT i, k, websearch_to_tsquery('russian', lex) AS ru,
               websearch_to_tsquery('simple', lex) AS si,
@@ -410,43 +414,68 @@ UNION ALL
 SELECT 'address'::text, q.i, tgh.ids, tgh.scores FROM tgh JOIN q ON q.t = tgh.t"""
 
 
+def shared_searches(qvecs: np.ndarray, ks: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Which dense search each text reads (equal vectors share one) and each search's depth (the
+    largest its texts ask for): (search index per text, depth per search)."""
+    first: dict[bytes, int] = {}
+    which: list[int] = []
+    depths: list[int] = []
+    for vec, k in zip(np.asarray(qvecs, dtype=np.float32), ks, strict=True):
+        j = first.setdefault(vec.tobytes(), len(depths))
+        if j == len(depths):
+            depths.append(int(k))
+        depths[j] = max(depths[j], int(k))
+        which.append(j)
+    return which, depths
+
+
 def _batch_sql(
     n: int,
+    depths: Sequence[int],
     dim: int,
     embedder_id: str,
     groups: Sequence[str],
-    ks: Sequence[int],
     text_lanes: bool,
     exact: bool = False,
 ) -> sql.Composed:
-    """The one statement: a VALUES list of the n queries, one LATERAL part per dense group and
-    depth, and (with `text_lanes`) the lexical and both address parts, UNION ALL; `exact` ranks
-    equal dense cosines by fragment id (`EXACT_TIE_BREAK`)."""
+    """The one statement: a VALUES list of the n texts and one of the distinct dense searches
+    (vector and depth each, `shared_searches`), one LATERAL part per dense group and depth, and
+    (with `text_lanes`) the lexical and both address parts, UNION ALL; `exact` ranks equal dense
+    cosines by fragment id (`EXACT_TIE_BREAK`)."""
     values = sql.SQL(", ").join(
         sql.SQL(
-            "({i}, %(v{i})s::vector({d}), %(lex{i})s::text, %(labels{i})s::text[], "
-            "%(t{i})s::text, %(k{i})s::int, %(tiered{i})s::bool, %(tru{i})s::text, "
-            "%(tsi{i})s::text)"
-        ).format(i=sql.Literal(i), d=sql.Literal(dim))
+            "({i}, %(lex{i})s::text, %(labels{i})s::text[], %(t{i})s::text, %(k{i})s::int, "
+            "%(tiered{i})s::bool, %(tru{i})s::text, %(tsi{i})s::text)"
+        ).format(i=sql.Literal(i))
         for i in range(n)
+    )
+    searches = sql.SQL(", ").join(
+        sql.SQL("({j}, %(v{j})s::vector({d}), {k}::int)").format(
+            j=sql.Literal(j), d=sql.Literal(dim), k=sql.Literal(k)
+        )
+        for j, k in enumerate(depths)
     )
     parts = [
         sql.SQL(_DENSE_PART).format(
             lane=sql.Literal(f"dense:{g}"),
             v=_vec(dim),
             eid=sql.Literal(embedder_id),
-            kinds=sql.Placeholder(f"kinds_{g}"),
+            kinds=db.kinds_array(g),
             k=sql.Literal(k),
             tie=_tie_break(exact),
         )
         for g in groups
-        for k in sorted(set(ks))
+        for k in sorted(set(depths))
     ]
     if text_lanes:
         parts.append(sql.SQL(_TEXT_PARTS))
-    head = "WITH q(i, v, lex, labels, t, k, tiered, tru, tsi) AS (VALUES {values}){ctes}\n{parts}"
+    head = (
+        "WITH q(i, lex, labels, t, k, tiered, tru, tsi) AS (VALUES {values}),\n"
+        "dv(j, v, k) AS (VALUES {searches}){ctes}\n{parts}"
+    )
     return sql.SQL(head).format(
         values=values,
+        searches=searches,
         ctes=sql.SQL(_TEXT_CTES if text_lanes else ""),
         parts=sql.SQL("\nUNION ALL").join(parts),
     )
@@ -469,8 +498,10 @@ def batch_hits(
     lexical_romanise: bool = False,
 ) -> list[list[LaneHit]]:
     """Per text, the hits `dense` (each group in `groups`), `lexical` and `address` give it at its
-    depth `ks[i]`, in that order and ranked as the single-text calls rank them; in ONE statement
-    for all texts (and one more to read the lexeme counts when a `lexical_budget` is set).
+    depth `ks[i]`, in that order and ranked as the single-text calls rank them (texts with equal
+    vectors share one dense search at their largest depth, `shared_searches`, each cut to its own);
+    in ONE statement for all texts (and one more to read the lexeme counts when a `lexical_budget`
+    is set).
     `text_lanes=False` runs the dense lanes only; `exact=True` forces exact dense scans (equal
     cosines ranked by fragment id); `lexical_backend="bm25"` ranks the lexical lane by BM25
     (`bm25_hits`) beside the statement, which then runs no lexical part."""
@@ -478,14 +509,15 @@ def batch_hits(
         return []
     by_bm25 = text_lanes and lexical_backend == "bm25"
     params: dict[str, object] = {"corpora": list(corpora), "eid": embedder_id}
-    params.update({f"kinds_{g}": list(KIND_GROUPS[g]) for g in groups})
     budget = lexical_budget if text_lanes and not by_bm25 else 0
     tiers = lexical_tiers(conn, texts, ks, embedder_id, corpora, budget, lexical_romanise)
-    for i, (text, vec, k, tier) in enumerate(zip(texts, qvecs, ks, tiers, strict=True)):
+    which, depths = shared_searches(qvecs, ks)
+    first_text = {j: which.index(j) for j in range(len(depths))}
+    params.update({f"v{j}": np.asarray(qvecs[i], dtype=np.float32) for j, i in first_text.items()})
+    for i, (text, k, tier) in enumerate(zip(texts, ks, tiers, strict=True)):
         labels = [verse_label(c, v) for c, v in find_verse_refs(text)] if text_lanes else []
         params.update(
             {
-                f"v{i}": np.asarray(vec, dtype=np.float32),
                 f"lex{i}": (
                     lexical_query(text, lexical_romanise) if text_lanes and not by_bm25 else ""
                 ),
@@ -497,7 +529,8 @@ def batch_hits(
                 f"tsi{i}": tier.si,
             }
         )
-    query = _batch_sql(len(texts), int(qvecs.shape[1]), embedder_id, groups, ks, text_lanes, exact)
+    dim = int(qvecs.shape[1])
+    query = _batch_sql(len(texts), depths, dim, embedder_id, groups, text_lanes, exact)
     with conn.transaction():
         if exact:
             conn.execute("SET LOCAL enable_indexscan = off")
@@ -506,13 +539,28 @@ def batch_hits(
                 "SELECT set_config('pg_trgm.strict_word_similarity_threshold', %s, true)",
                 (str(trigram_threshold),),
             )
-        rows = conn.execute(query, params, prepare=False).fetchall()
+        rows = _per_text(conn.execute(query, params, prepare=False).fetchall(), which)
     if by_bm25:
         bm25_lane = bm25_hits(conn, texts, ks, embedder_id, corpora, lexical_romanise)
         for i, hits in enumerate(bm25_lane):
             ids = [h.fragment_id for h in hits]
             rows.append(("lexical", i, ids, [h.lane_score for h in hits]))
     return _assemble(rows, groups, ks)
+
+
+def _per_text(rows: Sequence[tuple], which: Sequence[int]) -> list[tuple]:
+    """The statement's rows with each dense search's row repeated for every text that reads it
+    (`shared_searches`); the text lanes' rows are per text already."""
+    readers: dict[int, list[int]] = {}
+    for i, j in enumerate(which):
+        readers.setdefault(j, []).append(i)
+    out: list[tuple] = []
+    for lane, n, ids, scores in rows:
+        if lane.startswith("dense:"):
+            out += [(lane, i, ids, scores) for i in readers.get(n, [])]
+        else:
+            out.append((lane, n, ids, scores))
+    return out
 
 
 def round_hits(

@@ -53,8 +53,9 @@ from citegate.pipeline.plan import OfflinePlanner, Planner, clean_question, keyw
 # 4: hnsw.iterative_scan relaxed_order (store.db.connect); 5: `exact_dense`, and exact dense scans
 # (the ANN-miss check) rank equal cosines by fragment id (`lanes.EXACT_TIE_BREAK`).
 # 6: the named lane (`lanes.named`: verses named spelled out, `address:named`; replays without
-# `pin_named_verses` hide it).
-RETRIEVAL_VERSION = "6"
+# `pin_named_verses` hide it). 7: one partial HNSW index per kind group (store migration 006), so
+# the approximate dense lanes walk another graph.
+RETRIEVAL_VERSION = "7"
 
 
 def replay(trace: RetrievalTrace, cfg: PipelineConfig) -> RetrievalResult:
@@ -98,21 +99,19 @@ def _lane_hits(
     text, its hits. Batched, all rounds are one statement (`lanes.batch_hits`); unbatched, each
     lane runs once per text (the path it replaced, kept so a test can show both give the same
     trace). `cfg.exact_dense` makes the dense lanes exact scans instead of HNSW searches."""
-    if not batched:
-        return [
-            [_text_hits(conn, t, v, cfg, embedder_id, k) for t, v in zip(ts, vs, strict=True)]
-            for ts, vs, k in rounds
-        ]
     texts = [t for ts, _, _ in rounds for t in ts]
     if not texts:
         return [[] for _ in rounds]
     ks = [k for ts, _, k in rounds for _ in ts]
     vecs = np.vstack([vs for ts, vs, _ in rounds if len(ts)])
-    flat = lanes.batch_hits(
-        conn, texts, vecs, ks, embedder_id, cfg.corpora, cfg.address_trgm,
-        exact=cfg.exact_dense, lexical_budget=cfg.lexical_budget,
-        lexical_backend=cfg.lexical_backend, lexical_romanise=cfg.lexical_romanise,
-    )  # fmt: skip
+    if batched:
+        flat = lanes.batch_hits(
+            conn, texts, vecs, ks, embedder_id, cfg.corpora, cfg.address_trgm,
+            exact=cfg.exact_dense, lexical_budget=cfg.lexical_budget,
+            lexical_backend=cfg.lexical_backend, lexical_romanise=cfg.lexical_romanise,
+        )  # fmt: skip
+    else:
+        flat = _single_hits(conn, texts, vecs, ks, cfg, embedder_id)
     out, start = [], 0
     for ts, _, _ in rounds:
         out.append(flat[start : start + len(ts)])
@@ -134,25 +133,38 @@ def _tags(
     return found
 
 
-def _text_hits(
+def _single_hits(
     conn: psycopg.Connection,
-    text: str,
-    vec: np.ndarray,
+    texts: Sequence[str],
+    vecs: np.ndarray,
+    ks: Sequence[int],
     cfg: PipelineConfig,
     embedder_id: str,
-    depth: int,
-) -> list[lanes.LaneHit]:
-    """One text's lanes, one statement per lane (the unbatched path)."""
-    hits = [
-        h
-        for g in lanes.KIND_GROUPS
-        for h in lanes.dense(conn, vec, embedder_id, cfg.corpora, g, depth, exact=cfg.exact_dense)
-    ]
-    hits += lanes.lexical(
-        conn, text, embedder_id, cfg.corpora, depth, cfg.lexical_budget, cfg.lexical_backend,
-        cfg.lexical_romanise,
-    )  # fmt: skip
-    return hits + lanes.address(conn, text, embedder_id, cfg.corpora, depth, cfg.address_trgm)
+) -> list[list[lanes.LaneHit]]:
+    """Every text's lanes, one statement per lane (the unbatched path); texts with equal vectors
+    share one dense search at their largest depth, as in the batched statement."""
+    which, depths = lanes.shared_searches(vecs, ks)
+    first = {j: which.index(j) for j in range(len(depths))}
+    dense = {
+        j: {
+            g: lanes.dense(
+                conn, vecs[i], embedder_id, cfg.corpora, g, depths[j], exact=cfg.exact_dense
+            )
+            for g in lanes.KIND_GROUPS
+        }
+        for j, i in first.items()
+    }
+    out = []
+    for text, j, depth in zip(texts, which, ks, strict=True):
+        hits = [h for g in lanes.KIND_GROUPS for h in dense[j][g][:depth]]
+        hits += lanes.lexical(
+            conn, text, embedder_id, cfg.corpora, depth, cfg.lexical_budget, cfg.lexical_backend,
+            cfg.lexical_romanise,
+        )  # fmt: skip
+        out.append(
+            hits + lanes.address(conn, text, embedder_id, cfg.corpora, depth, cfg.address_trgm)
+        )
+    return out
 
 
 def _exact_misses(

@@ -171,7 +171,8 @@ def load(
     row, its spliced text included, is)."""
     dim = int(base.shape[1])
     db.ensure_embedder(conn, eid, dim)
-    conn.execute(f'DROP INDEX IF EXISTS "{db.hnsw_index_name(eid)}"')
+    for name in db.hnsw_index_names(eid):
+        conn.execute(f'DROP INDEX IF EXISTS "{name}"')
     conn.execute("TRUNCATE fragments RESTART IDENTITY CASCADE")
     conn.execute("ALTER TABLE fragments SET (autovacuum_enabled = false)")
     texts, generating = scale_corpus.Texts(frags, corpus, CORPUS), 0.0
@@ -201,7 +202,7 @@ def count_lexemes(conn: psycopg.Connection, eid: str) -> float:
 
 
 def build_index(conn: psycopg.Connection, eid: str, dim: int) -> float:
-    """Create the embedder's HNSW index (as `db.ensure_embedder` does) and return seconds."""
+    """Create the embedder's HNSW indexes, one per kind group (`db.ensure_embedder`); seconds."""
     clock = time.perf_counter()
     db.ensure_embedder(conn, eid, dim)
     return time.perf_counter() - clock

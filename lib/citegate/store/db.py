@@ -22,6 +22,7 @@ from psycopg import sql
 from citegate.core import paths
 from citegate.core.errors import DatabaseError
 from citegate.core.redact import mask_url, mask_values, url_passwords
+from citegate.core.types import KIND_GROUPS
 from citegate.store import sizing
 
 _SERVERS: dict[str, Any] = {}  # keeps embedded server handles alive for the process
@@ -172,13 +173,41 @@ def migrate(conn: psycopg.Connection) -> list[str]:
     return applied
 
 
-def hnsw_index_name(embedder_id: str) -> str:
-    """Name of the HNSW index that holds one embedder's vectors."""
-    return "fragments_hnsw_" + hashlib.sha256(embedder_id.encode()).hexdigest()[:12]
+def hnsw_index_name(embedder_id: str, group: str) -> str:
+    """Name of the partial HNSW index that holds one embedder's vectors of one kind group."""
+    return f"fragments_hnsw_{_embedder_tag(embedder_id)}_{group}"
+
+
+def hnsw_index_names(embedder_id: str) -> list[str]:
+    """The embedder's HNSW indexes, one per kind group (`KIND_GROUPS` order)."""
+    return [hnsw_index_name(embedder_id, g) for g in KIND_GROUPS]
+
+
+def legacy_hnsw_index_name(embedder_id: str) -> str:
+    """The one embedder-wide HNSW index of databases before migration 006."""
+    return f"fragments_hnsw_{_embedder_tag(embedder_id)}"
+
+
+def _embedder_tag(embedder_id: str) -> str:
+    # migration 006 computes the same in SQL: substr(encode(sha256(convert_to(id, 'UTF8')), 'hex'), 1, 12)
+    return hashlib.sha256(embedder_id.encode()).hexdigest()[:12]
+
+
+def kinds_array(group: str) -> sql.Composable:
+    """A kind group's kinds as the SQL array literal that its partial HNSW index's predicate and
+    the dense lane's WHERE both spell (`'{verse}'::text[]`, as migration 006 writes it), so that
+    the planner can prove the query implies the index's predicate."""
+    return sql.SQL("{}::text[]").format(sql.Literal("{" + ",".join(KIND_GROUPS[group]) + "}"))
 
 
 def ensure_embedder(conn: psycopg.Connection, embedder_id: str, dim: int) -> None:
-    """Register an embedder and create its own partial HNSW index (cosine), idempotently."""
+    """Register an embedder and create its partial HNSW indexes (cosine), one per kind group,
+    idempotently.
+
+    One index per group, not one per embedder: the dense lane always searches one group, and an
+    index over every kind makes a search of a small group walk the graph past every row of the
+    other kinds (pgvector filters after the index scan; with iterative scans it keeps going up to
+    `hnsw.max_scan_tuples`), slow and with lower recall (`citegate bench-scale`)."""
     with conn.transaction():
         row = conn.execute("SELECT dim FROM embedders WHERE id = %s", (embedder_id,)).fetchone()
         if row and row[0] != dim:
@@ -187,16 +216,19 @@ def ensure_embedder(conn: psycopg.Connection, embedder_id: str, dim: int) -> Non
             "INSERT INTO embedders (id, dim) VALUES (%s, %s) ON CONFLICT DO NOTHING",
             (embedder_id, dim),
         )
-        conn.execute(
-            sql.SQL(
-                "CREATE INDEX IF NOT EXISTS {name} ON fragments USING hnsw "
-                "((embedding::vector({dim})) vector_cosine_ops) WHERE embedder_id = {eid}"
-            ).format(
-                name=sql.Identifier(hnsw_index_name(embedder_id)),
-                dim=sql.Literal(dim),
-                eid=sql.Literal(embedder_id),
+        for group in KIND_GROUPS:
+            conn.execute(
+                sql.SQL(
+                    "CREATE INDEX IF NOT EXISTS {name} ON fragments USING hnsw "
+                    "((embedding::vector({dim})) vector_cosine_ops) "
+                    "WHERE embedder_id = {eid} AND kind = ANY ({kinds})"
+                ).format(
+                    name=sql.Identifier(hnsw_index_name(embedder_id, group)),
+                    dim=sql.Literal(dim),
+                    eid=sql.Literal(embedder_id),
+                    kinds=kinds_array(group),
+                )
             )
-        )
 
 
 def server_facts(conn: psycopg.Connection) -> dict[str, str]:

@@ -41,12 +41,13 @@ def load_corpus(server_url: str, frags: Sequence[Fragment], embedder: Embedder) 
 
 
 def hnsw_scans(conn: psycopg.Connection, embedder_id: str) -> int:
-    """How many scans the embedder's HNSW index has served so far (from pg_stat_user_indexes)."""
+    """How many scans the embedder's HNSW indexes (one per kind group) have served so far (from
+    pg_stat_user_indexes)."""
     conn.execute("SELECT pg_stat_force_next_flush()")
     conn.execute("SELECT pg_stat_clear_snapshot()")
     row = conn.execute(
-        "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes WHERE indexrelname = %s",
-        (db.hnsw_index_name(embedder_id),),
+        "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes WHERE indexrelname = ANY(%s)",
+        (db.hnsw_index_names(embedder_id),),
     ).fetchone()
     return int(row[0])
 
