@@ -56,7 +56,8 @@ def server_root() -> Iterator[Path]:
 
 
 def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path, server_root: Path) -> None:
-    rep = scale_bench.run(scale_bench.ScaleSettings(sizes=(1_000, 2_000), queries=8), server_root)
+    settings = scale_bench.ScaleSettings(sizes=(1_000, 2_000), queries=8, halfvec=True)
+    rep = scale_bench.run(settings, server_root)
     assert [r["size"] for r in rep["sizes"]] == [1_000, 2_000] and rep["not_run"] == []
     for r in rep["sizes"]:
         assert r["build_s"] > 0 and r["load_s"] > 0
@@ -85,6 +86,12 @@ def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path, server_root: Pat
         assert b["build_s"] > 0 and b["index_mb"] > 0 and 0.0 <= b["overlap_at_16"] <= 1.0
         assert math.isfinite(b["p50_ms"]) and math.isfinite(r["retrieve_bm25"]["total"]["p50_ms"])
         assert "key" not in b
+        # the dense lane over halfvec indexes, against the same exact top-16
+        h = r["halfvec"]
+        assert set(h["groups"]) == set(scale_bench.DEFAULT_GROUPS)
+        assert 0 < h["index_mb"] < h["float_index_mb"] and h["build_s"] > 0
+        for m in h["groups"].values():
+            assert 0.0 <= m["recall_at_16"] <= 1.0 and math.isfinite(m["p50_ms"]), m
     assert all(math.isfinite(v) for v in rep["slopes"].values())
     # with HNSW forced every setting is served by the index (the planner may still prefer a scan)
     forced = [
@@ -102,6 +109,7 @@ def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path, server_root: Pat
     assert "| real gita | " in text and "| synthetic | 2,000 | " in text
     assert "Lexical lane with a budget" in text and "| 2,000 | 8,192 |" in text
     assert "| 2,000 | BM25 | " in text
+    assert "Dense lane over halfvec indexes" in text and "| 2,000 | indexes | float " in text
     files = scale_report.write(rep, tmp_path / "out")
     assert [p.name for p in files] == ["scale.json", "scale.png"]
     assert all(p.stat().st_size > 0 for p in files)

@@ -28,6 +28,7 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
         retrieve_queries=args.retrieve_queries,
         lexical_budgets=tuple(args.lexical_budgets),
         bm25=not args.no_bm25,
+        halfvec=args.halfvec,
     )
     rep = scale_bench.run(settings)
     print(scale_report.render(rep))
@@ -105,6 +106,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--no-bm25", action="store_true", help="skip the BM25 lexical backend (`store.bm25`)"
+    )
+    p.add_argument(
+        "--halfvec",
+        action="store_true",
+        help="also measure the dense lane over halfvec HNSW indexes (`research.scale_halfvec`)",
     )
     p.add_argument("--out", type=Path, default=None, help="output dir (default var/bench/scale)")
     p.set_defaults(func=cmd_bench_scale)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +50,7 @@ from citegate.models.rerank import CosineReranker
 from citegate.pipeline import lanes
 from citegate.pipeline.plan import clean_question, keywords
 from citegate.pipeline.retrieve import retrieve
-from citegate.research import scale_corpus
+from citegate.research import scale_corpus, scale_halfvec
 from citegate.research.bench import (
     FORCE_HNSW,
     bench_server,
@@ -105,6 +105,7 @@ class ScaleSettings:
     # the full retrieve runs once more with the first
     lexical_budgets: tuple[int, ...] = (1024, 8192)
     bm25: bool = True  # the BM25 backend measured too (its index built at each size, then deleted)
+    halfvec: bool = False  # the dense lane over halfvec indexes too (`scale_halfvec`)
 
     def __post_init__(self) -> None:
         """Refuse an unknown corpus kind before any work."""
@@ -132,6 +133,7 @@ class SizeResult:
     bm25: dict[str, float] = field(default_factory=dict)
     retrieve_bm25: dict[str, dict[str, float]] = field(default_factory=dict)
     nn: dict[str, float] = field(default_factory=dict)  # `scale_corpus.Nearest.profile`
+    halfvec: dict[str, Any] = field(default_factory=dict)  # `measure_halfvec`
 
 
 def predicted_wall(done: Sequence[SizeResult], n: int) -> float:
@@ -239,17 +241,21 @@ def _ann_pass(
     eid: str,
     group: str,
     exacts: Sequence[Sequence[lanes.LaneHit]],
+    search: Callable[..., list[lanes.LaneHit]] = lanes.dense,
+    scans_of: Callable[[], int] | None = None,
 ) -> dict[str, float]:
-    """One pass of the dense lane over the query vectors under the session's settings: p50/p95,
-    recall@K against `exacts` and the share of queries the HNSW index served."""
-    lanes.dense(conn, qvecs[0], eid, [CORPUS], group, K)  # warm-up: buffers and plan
-    before = hnsw_scans(conn, eid)
+    """One pass of the dense lane (or another `search` with its signature, whose index scans
+    `scans_of` counts) over the query vectors under the session's settings: p50/p95, recall@K
+    against `exacts` and the share of queries the HNSW index served."""
+    count = scans_of or (lambda: hnsw_scans(conn, eid))
+    search(conn, qvecs[0], eid, [CORPUS], group, K)  # warm-up: buffers and plan
+    before = count()
     seconds, anns = [], []
     for v in qvecs:
         clock = time.perf_counter()
-        anns.append(lanes.dense(conn, v, eid, [CORPUS], group, K))
+        anns.append(search(conn, v, eid, [CORPUS], group, K))
         seconds.append(time.perf_counter() - clock)
-    scans = hnsw_scans(conn, eid) - before
+    scans = count() - before
     pairs = [(a, e) for a, e in zip(anns, exacts, strict=True) if e]
     return {
         **_pct(seconds),
@@ -289,6 +295,39 @@ def measure_sweep(
                     with session_settings(conn, FORCE_HNSW):
                         row[g]["hnsw_forced"] = _ann_pass(conn, qvecs, eid, g, ex)
             out[f"{ef}/{it}"] = row
+    return out
+
+
+def measure_halfvec(
+    conn: psycopg.Connection,
+    qvecs: np.ndarray,
+    eid: str,
+    exacts: dict[str, list[list[lanes.LaneHit]]],
+) -> dict[str, Any]:
+    """The dense lane over halfvec indexes (`scale_halfvec`), built, measured against the same
+    exact float top-K and dropped: build s, sizes beside the float indexes', and per group the
+    `_ann_pass` figures."""
+    groups = list(exacts)
+    out: dict[str, Any] = {"build_s": scale_halfvec.build(conn, eid, int(qvecs.shape[1]), groups)}
+    try:
+        conn.execute("ANALYZE fragments")
+        half = [scale_halfvec.index_name(eid, g) for g in groups]
+        out["index_mb"] = scale_halfvec.megabytes(conn, half)
+        out["float_index_mb"] = scale_halfvec.megabytes(conn, db.hnsw_index_names(eid))
+        out["groups"] = {
+            g: _ann_pass(
+                conn,
+                qvecs,
+                eid,
+                g,
+                ex,
+                scale_halfvec.search,
+                lambda g=g: scale_halfvec.scans(conn, [scale_halfvec.index_name(eid, g)]),
+            )  # fmt: skip
+            for g, ex in exacts.items()
+        }
+    finally:
+        scale_halfvec.drop(conn, eid, groups)
     return out
 
 
@@ -460,6 +499,7 @@ def run(s: ScaleSettings, tmp_root: Path | None = None) -> dict[str, Any]:
             for g in s.groups:
                 res.groups[g], exacts[g] = measure_group(conn, qvecs, eid, g)
             res.sweep = measure_sweep(conn, qvecs, eid, exacts, s)
+            res.halfvec = measure_halfvec(conn, qvecs, eid, exacts) if s.halfvec else {}
             res.text_lanes = measure_text_lanes(conn, questions, eid)
             res.retrieve = measure_retrieve(conn, asked, QueryVectors(eid, table))
             full = lexical_top(conn, questions, eid) if s.lexical_budgets or s.bm25 else {}
@@ -488,28 +528,6 @@ def noise_of(s: ScaleSettings) -> float:
     return scale_corpus.default_noise(s.corpus) if s.noise is None else s.noise
 
 
-def method(s: ScaleSettings) -> str:
-    """How the synthetic corpus was made, in one sentence for the report."""
-    sigma = noise_of(s)
-    common = (
-        f"+ N(0, {sigma}^2) per dimension, re-normalised (seed {s.seed}); no embedding cost; "
-        "binary COPY into a private embedded PostgreSQL; query vectors = demo questions; "
-    )
-    if s.corpus == "copies":
-        return (
-            "synthetic corpus `copies`: each fragment copies one real gita fragment; vector = "
-            f"real vector {common}text, kind and address are the real fragment's, verbatim "
-            "(each text repeated size / base-size times)"
-        )
-    return (
-        "synthetic corpus `mixtures`: each fragment mixes 2 or 3 distinct real gita fragments "
-        f"of one kind ({scale_corpus.THREE_SHARE:.0%} take 3); vector = Dirichlet("
-        f"{scale_corpus.ALPHA})-weighted sum of their vectors, its offset from the kind's mean "
-        f"scaled by 1 / sqrt(sum w^2), {common}text spliced from the sources' sentences and "
-        "clauses, kind and address the dominant source's"
-    )
-
-
 def summarise(
     s: ScaleSettings,
     results: list[SizeResult],
@@ -528,7 +546,7 @@ def summarise(
         extrapolated = {str(n): last.build_s * (n / last.size) ** build_slope for n in wanted}
     return {
         "settings": {**asdict(s), "noise": noise_of(s), **facts, "k": K},
-        "method": method(s),
+        "method": scale_corpus.method(s.corpus, noise_of(s), s.seed),
         "nn_real": real_nn or {},
         "sizes": [asdict(r) for r in results],
         "slopes": {

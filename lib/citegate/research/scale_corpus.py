@@ -377,6 +377,7 @@ __all__ = [
     "kind_centres",
     "kind_codes",
     "make_plan",
+    "method",
     "mixture_plan",
     "nearest_profile",
     "plan_profile",
@@ -386,3 +387,24 @@ __all__ = [
     "sentences",
     "splice",
 ]
+
+
+def method(kind: str, sigma: float, seed: int) -> str:
+    """How the synthetic corpus was made, in one sentence for the report."""
+    common = (
+        f"+ N(0, {sigma}^2) per dimension, re-normalised (seed {seed}); no embedding cost; "
+        "binary COPY into a private embedded PostgreSQL; query vectors = demo questions; "
+    )
+    if kind == "copies":
+        return (
+            "synthetic corpus `copies`: each fragment copies one real gita fragment; vector = "
+            f"real vector {common}text, kind and address are the real fragment's, verbatim "
+            "(each text repeated size / base-size times)"
+        )
+    return (
+        "synthetic corpus `mixtures`: each fragment mixes 2 or 3 distinct real gita fragments "
+        f"of one kind ({THREE_SHARE:.0%} take 3); vector = Dirichlet("
+        f"{ALPHA})-weighted sum of their vectors, its offset from the kind's mean "
+        f"scaled by 1 / sqrt(sum w^2), {common}text spliced from the sources' sentences and "
+        "clauses, kind and address the dominant source's"
+    )

@@ -37,7 +37,13 @@ def render(rep: dict[str, Any]) -> str:
             f"NOT RUN: {int(n):,} fragments; HNSW build extrapolated from the measured slope "
             f"({rep['slopes']['build_s']:.2f}): {sec:.0f} s"
         )
-    more = [*_nn_lines(rep), *_lanes_lines(rep), *_tier_lines(rep), *_sweep_lines(rep)]
+    more = [
+        *_nn_lines(rep),
+        *_lanes_lines(rep),
+        *_tier_lines(rep),
+        *_sweep_lines(rep),
+        *_halfvec_lines(rep),
+    ]
     return "\n".join([*lines, *more])
 
 
@@ -71,6 +77,35 @@ def _nn_lines(rep: dict[str, Any]) -> list[str]:
         lines.append(f"| real gita | {int(real['n']):,} | {_nn_cells(real)} |")
     for r in rows:
         lines.append(f"| synthetic | {r['size']:,} | {_nn_cells(r['nn'])} |")
+    return lines
+
+
+def _halfvec_lines(rep: dict[str, Any]) -> list[str]:
+    """The dense lane over halfvec indexes beside the float lane, per size and group."""
+    rows = [r for r in rep["sizes"] if r.get("halfvec")]
+    if not rows:
+        return []
+    title = (
+        "Dense lane over halfvec indexes (`--halfvec`: 2 bytes a dimension, scored against the "
+        "same exact float top-16; hits scored by their float cosine), beside the float lane"
+    )
+    lines = ["", title, "", "| size | group | float p50 / p95 ms | halfvec p50 / p95 ms | "
+             "float recall@16 | halfvec recall@16 | halfvec cos gap | halfvec HNSW share |"]  # fmt: skip
+    lines.append("|---:|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        h = r["halfvec"]
+        for g, m in h["groups"].items():
+            f = r["groups"][g]
+            lines.append(
+                f"| {r['size']:,} | {g} | {f['p50_ms']:.2f} / {f['p95_ms']:.2f} | "
+                f"{m['p50_ms']:.2f} / {m['p95_ms']:.2f} | {f['recall_at_16']:.3f} | "
+                f"{m['recall_at_16']:.3f} | {m['cos_gap']:.4f} | {m['hnsw_share']:.2f} |"
+            )
+        lines.append(
+            f"| {r['size']:,} | indexes | float {h['float_index_mb']:.1f} MB | halfvec "
+            f"{h['index_mb']:.1f} MB, built in {h['build_s']:.1f} s (float {r['build_s']:.1f} s) "
+            "| | | | |"
+        )
     return lines
 
 
