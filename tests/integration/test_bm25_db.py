@@ -14,7 +14,7 @@ import pytest
 from citegate.core.config import PipelineConfig
 from citegate.core.fragments import Fragment
 from citegate.models.embed import default_embedder
-from citegate.pipeline import lanes
+from citegate.pipeline import lane_batch, lanes
 from citegate.store import bm25
 from citegate.store.tables import refresh_lexemes, write_sources
 
@@ -98,8 +98,8 @@ def test_batched_bm25_lane_equals_the_single_call_and_needs_no_sql_lexical_part(
     corpora = ("gita", "xquad")
     vecs = emb.embed_queries(QUESTIONS)
     ks = [16, 40] * (len(QUESTIONS) // 2)
-    got = lanes.batch_hits(demo, QUESTIONS, vecs, ks, emb.id, corpora, lexical_backend="bm25")
-    pg = lanes.batch_hits(demo, QUESTIONS, vecs, ks, emb.id, corpora)
+    got = lane_batch.batch_hits(demo, QUESTIONS, vecs, ks, emb.id, corpora, lexical_backend="bm25")
+    pg = lane_batch.batch_hits(demo, QUESTIONS, vecs, ks, emb.id, corpora)
     for text, k, hits, other in zip(QUESTIONS, ks, got, pg, strict=True):
         single = lanes.lexical(demo, text, emb.id, corpora, k, backend="bm25")
         assert [h for h in hits if h.lane == "lexical"] == single, text

@@ -20,6 +20,7 @@ import pytest
 from citegate.cli import main
 from citegate.core.errors import DatabaseError
 from citegate.core.fragments import Fragment
+from citegate.core.types import KIND_GROUPS
 from citegate.pipeline import lanes
 from citegate.store import db, tables
 from citegate.store.tables import write_batch
@@ -145,7 +146,7 @@ def test_each_kind_group_is_searched_through_its_own_index(conn: psycopg.Connect
         frag("1.3", kind="track_transcript", **transcript),
     ]
     write_batch(conn, frags, unit([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]]), EMB)
-    for group in lanes.KIND_GROUPS:
+    for group in KIND_GROUPS:
         before = _group_scans(conn, db.hnsw_index_name(EMB, group))
         with conn.transaction():
             for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):

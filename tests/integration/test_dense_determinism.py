@@ -16,7 +16,7 @@ from citegate.core.fragments import Fragment
 from citegate.corpus.questions import load_set
 from citegate.models.embed import default_embedder
 from citegate.models.rerank import CosineReranker
-from citegate.pipeline import lanes
+from citegate.pipeline import lane_batch, lanes
 from citegate.pipeline.retrieve import collect
 from citegate.research.bench import hnsw_scans
 from citegate.store import db
@@ -51,7 +51,7 @@ def test_exact_dense_ranks_equal_cosines_by_fragment_id(conn: psycopg.Connection
     want = [ids[0], ids[1], ids[2]]  # pair 1 by id, then the lower id of pair 2 (cut at k=3)
     single = lanes.dense(conn, q, EID, ["c"], "verses", 3, exact=True)
     assert [h.fragment_id for h in single] == want
-    (batched,) = lanes.batch_hits(
+    (batched,) = lane_batch.batch_hits(
         conn, [""], q[None, :], [3], EID, ["c"], groups=("verses",), text_lanes=False, exact=True
     )
     assert [h.fragment_id for h in batched] == want

@@ -11,10 +11,11 @@ import psycopg
 import pytest
 
 from citegate.core.config import PipelineConfig
+from citegate.core.types import KIND_GROUPS
 from citegate.corpus.questions import load_set
 from citegate.models.embed import default_embedder
 from citegate.models.rerank import CosineReranker
-from citegate.pipeline import lanes
+from citegate.pipeline import lane_batch, lanes
 from citegate.pipeline.plan import keywords
 from citegate.pipeline.retrieve import collect, replay
 from citegate.research.bench import hnsw_scans
@@ -46,11 +47,7 @@ def _questions(n: int) -> list[str]:
 def _single(
     conn: psycopg.Connection, text: str, vec: np.ndarray, cfg: PipelineConfig, k: int
 ) -> list[lanes.LaneHit]:
-    hits = [
-        h
-        for g in lanes.KIND_GROUPS
-        for h in lanes.dense(conn, vec, cfg.embedder, cfg.corpora, g, k)
-    ]
+    hits = [h for g in KIND_GROUPS for h in lanes.dense(conn, vec, cfg.embedder, cfg.corpora, g, k)]
     hits += lanes.lexical(conn, text, cfg.embedder, cfg.corpora, k)
     return hits + lanes.address(conn, text, cfg.embedder, cfg.corpora, k, cfg.address_trgm)
 
@@ -89,7 +86,7 @@ def test_round_hits_equal_one_call_per_lane_with_ranks_and_scores(
     for k in (cfg.lane_k, 2 * cfg.lane_k):
         for start in range(0, len(texts), 3):  # rounds of 3 texts, as retrieve's round 2 + 1
             chunk = slice(start, start + 3)
-            got = lanes.round_hits(
+            got = lane_batch.round_hits(
                 demo, texts[chunk], vecs[chunk], cfg.embedder, cfg.corpora, k, cfg.address_trgm
             )
             want = [
@@ -104,7 +101,7 @@ def test_round_hits_equal_one_call_per_lane_with_ranks_and_scores(
             assert not diff, diff
             seen.update(h.lane for hits in got for h in hits)
     assert seen == {
-        *(f"dense:{g}" for g in lanes.KIND_GROUPS),
+        *(f"dense:{g}" for g in KIND_GROUPS),
         "lexical",
         "address",
         "address:exact",
@@ -121,20 +118,22 @@ def test_a_search_shared_by_texts_of_different_depths_is_cut_to_each(
     for q in ["What does Gita 2:13 say about the soul?", *_questions(4)]:
         texts, ks = [q, keywords(q), q], [cfg.lane_k, 2 * cfg.lane_k, 2 * cfg.lane_k]
         vecs = emb.embed_queries(texts)
-        got = lanes.batch_hits(demo, texts, vecs, ks, cfg.embedder, cfg.corpora, cfg.address_trgm)
+        got = lane_batch.batch_hits(
+            demo, texts, vecs, ks, cfg.embedder, cfg.corpora, cfg.address_trgm
+        )
         want = [_single(demo, t, v, cfg, k) for t, v, k in zip(texts, vecs, ks, strict=True)]
         assert got == want, q
         assert len(got[0]) < len(got[2])  # the depths really differ
         with _hnsw_forced(demo):
             before = hnsw_scans(demo, cfg.embedder)
-            got = lanes.batch_hits(
+            got = lane_batch.batch_hits(
                 demo, texts, vecs, ks, cfg.embedder, cfg.corpora, text_lanes=False
             )
             scans = hnsw_scans(demo, cfg.embedder) - before
             want = [_single(demo, t, v, cfg, k) for t, v, k in zip(texts, vecs, ks, strict=True)]
         distinct = len({v.astype(np.float32).tobytes() for v in vecs})  # 1 when keywords(q) == q
         assert distinct < len(texts)
-        assert scans == distinct * len(lanes.KIND_GROUPS), q  # the question's vector once
+        assert scans == distinct * len(KIND_GROUPS), q  # the question's vector once
         assert got == [[h for h in w if h.lane.startswith("dense:")] for w in want], q
 
 
@@ -156,7 +155,7 @@ def test_batched_dense_uses_the_hnsw_index_and_matches_single_scans(
     vecs = emb.embed_queries(texts)
     with _hnsw_forced(demo):
         before = hnsw_scans(demo, cfg.embedder)
-        got = lanes.round_hits(
+        got = lane_batch.round_hits(
             demo, texts, vecs, cfg.embedder, cfg.corpora, cfg.lane_k, text_lanes=False
         )
         scans = hnsw_scans(demo, cfg.embedder) - before
@@ -164,13 +163,13 @@ def test_batched_dense_uses_the_hnsw_index_and_matches_single_scans(
         want = [
             [
                 h
-                for g in lanes.KIND_GROUPS
+                for g in KIND_GROUPS
                 for h in lanes.dense(demo, v, cfg.embedder, cfg.corpora, g, cfg.lane_k)
             ]
             for v in vecs
         ]
         single_scans = hnsw_scans(demo, cfg.embedder) - single_scans
-    assert scans == single_scans == len(texts) * len(lanes.KIND_GROUPS)
+    assert scans == single_scans == len(texts) * len(KIND_GROUPS)
     assert got == want
     assert all(len(hits) > 0 for hits in got)
 
@@ -239,7 +238,7 @@ def test_a_budget_ranks_a_subset_with_the_same_scores_and_a_big_one_changes_noth
         cut += tier.left_out > 0 and {h.fragment_id for h in small} != {h.fragment_id for h in full}
         # batched, the same tiers: equal to the single calls
         vecs = emb.embed_queries([text])
-        (got,) = lanes.batch_hits(demo, [text], vecs, [40], emb.id, corpora, lexical_budget=64)
+        (got,) = lane_batch.batch_hits(demo, [text], vecs, [40], emb.id, corpora, lexical_budget=64)
         assert [h for h in got if h.lane == "lexical"] == small, text
     assert cut >= 3, "a small budget should change some questions' lexical hits"
 
@@ -283,7 +282,7 @@ def test_a_hindi_question_quoting_the_sanskrit_finds_its_verse_only_when_romanis
         ).fetchall()
     }
     (vec,) = emb.embed_queries([question])
-    (batched,) = lanes.batch_hits(
+    (batched,) = lane_batch.batch_hits(
         demo, [question], vec[None, :], [16], emb.id, corpora, lexical_romanise=True
     )
     assert [h for h in batched if h.lane == "lexical"] == on

@@ -22,6 +22,7 @@ from citegate.core.config import COLLECTION_KEYS, PipelineConfig, collection_mis
 from citegate.core.errors import ConfigError
 from citegate.core.types import (
     FORCING_LANES,
+    KIND_GROUPS,
     Candidate,
     GateDecision,
     RetrievalResult,
@@ -32,7 +33,7 @@ from citegate.core.types import (
 from citegate.models.embed import Embedder
 from citegate.models.gate_model import LearnedGate
 from citegate.models.rerank import Reranker
-from citegate.pipeline import lanes
+from citegate.pipeline import lane_batch, lanes
 from citegate.pipeline.arms import rrf_replay
 from citegate.pipeline.cut import (
     cap,
@@ -96,7 +97,7 @@ def _lane_hits(
     batched: bool = True,
 ) -> list[list[list[lanes.LaneHit]]]:
     """Every lane for every text of every round ((texts, vectors, depth) each): per round, per
-    text, its hits. Batched, all rounds are one statement (`lanes.batch_hits`); unbatched, each
+    text, its hits. Batched, all rounds are one statement (`lane_batch.batch_hits`); unbatched, each
     lane runs once per text (the path it replaced, kept so a test can show both give the same
     trace). `cfg.exact_dense` makes the dense lanes exact scans instead of HNSW searches."""
     texts = [t for ts, _, _ in rounds for t in ts]
@@ -105,7 +106,7 @@ def _lane_hits(
     ks = [k for ts, _, k in rounds for _ in ts]
     vecs = np.vstack([vs for ts, vs, _ in rounds if len(ts)])
     if batched:
-        flat = lanes.batch_hits(
+        flat = lane_batch.batch_hits(
             conn, texts, vecs, ks, embedder_id, cfg.corpora, cfg.address_trgm,
             exact=cfg.exact_dense, lexical_budget=cfg.lexical_budget,
             lexical_backend=cfg.lexical_backend, lexical_romanise=cfg.lexical_romanise,
@@ -143,20 +144,20 @@ def _single_hits(
 ) -> list[list[lanes.LaneHit]]:
     """Every text's lanes, one statement per lane (the unbatched path); texts with equal vectors
     share one dense search at their largest depth, as in the batched statement."""
-    which, depths = lanes.shared_searches(vecs, ks)
+    which, depths = lane_batch.shared_searches(vecs, ks)
     first = {j: which.index(j) for j in range(len(depths))}
     dense = {
         j: {
             g: lanes.dense(
                 conn, vecs[i], embedder_id, cfg.corpora, g, depths[j], exact=cfg.exact_dense
             )
-            for g in lanes.KIND_GROUPS
+            for g in KIND_GROUPS
         }
         for j, i in first.items()
     }
     out = []
     for text, j, depth in zip(texts, which, ks, strict=True):
-        hits = [h for g in lanes.KIND_GROUPS for h in dense[j][g][:depth]]
+        hits = [h for g in KIND_GROUPS for h in dense[j][g][:depth]]
         hits += lanes.lexical(
             conn, text, embedder_id, cfg.corpora, depth, cfg.lexical_budget, cfg.lexical_backend,
             cfg.lexical_romanise,
@@ -178,14 +179,14 @@ def _exact_misses(
 ) -> dict[int, list[str]]:
     """Fragments an exact dense scan of each group finds that no lane found (the ANN misses)."""
     if batched:
-        (hits,) = lanes.batch_hits(
+        (hits,) = lane_batch.batch_hits(
             conn, [""], qvec[None, :], [cfg.lane_k], embedder_id, cfg.corpora,
             text_lanes=False, exact=True,
         )  # fmt: skip
     else:
         hits = [
             h
-            for g in lanes.KIND_GROUPS
+            for g in KIND_GROUPS
             for h in lanes.dense(conn, qvec, embedder_id, cfg.corpora, g, cfg.lane_k, exact=True)
         ]
     out: dict[int, list[str]] = {}

@@ -16,9 +16,10 @@ from tqdm.auto import tqdm
 
 from citegate.core.config import PipelineConfig
 from citegate.core.fragments import Fragment
+from citegate.core.types import KIND_GROUPS
 from citegate.models.embed import Embedder
 from citegate.models.rerank import CosineReranker
-from citegate.pipeline import lanes
+from citegate.pipeline import lane_batch, lanes
 from citegate.pipeline.plan import keywords
 from citegate.pipeline.retrieve import RetrievalTrace, retrieve
 from citegate.research.bench.common import CORPUS, STAGES, K, pcts, ratio, timed
@@ -163,7 +164,7 @@ def bench_recall(
 ) -> dict[str, Any]:
     """Recall@16 of the dense lane against exact search at the session's ef_search, per kind group,
     with latencies and index use; then a sweep over ef_search values."""
-    runs = {g: _run_group(conn, qvecs, embedder_id, g) for g in lanes.KIND_GROUPS}
+    runs = {g: _run_group(conn, qvecs, embedder_id, g) for g in KIND_GROUPS}
     groups = {g: _group_stats([r]) for g, r in runs.items()}
     return {
         "ef_search": conn.execute("SHOW hnsw.ef_search").fetchone()[0],
@@ -229,13 +230,13 @@ def bench_lanes(
 ) -> dict[str, Any]:
     """Per-call latency of every lane at the config's depth: where the `lanes` stage goes; then a
     whole question's lanes both ways, interleaved: `retrieve`'s one batched statement
-    (`lanes.batch_hits`) and one statement per lane and text. A question's texts are the question
+    (`lane_batch.batch_hits`) and one statement per lane and text. A question's texts are the question
     at lane_k (round 1), then its keywords and the question again at twice the depth (round 2);
     the question's vector stands in for the keywords' (the cost is the same)."""
     eid, corpora, k = cfg.embedder, cfg.corpora, cfg.lane_k
     calls: dict[str, Callable[[str, np.ndarray], object]] = {
         f"dense:{g}": lambda _q, v, g=g: lanes.dense(conn, v, eid, corpora, g, k)
-        for g in lanes.KIND_GROUPS
+        for g in KIND_GROUPS
     }
     calls["lexical"] = lambda q, _v: lanes.lexical(conn, q, eid, corpora, k)
     calls["address"] = lambda q, _v: lanes.address(conn, q, eid, corpora, k, cfg.address_trgm)
@@ -259,9 +260,9 @@ def _question_lanes(
     texts, ks = [q, keywords(q), q], [cfg.lane_k, 2 * cfg.lane_k, 2 * cfg.lane_k]
     eid, corpora, trgm = cfg.embedder, cfg.corpora, cfg.address_trgm
     if batched:
-        return lanes.batch_hits(conn, texts, np.vstack([v, v, v]), ks, eid, corpora, trgm)
+        return lane_batch.batch_hits(conn, texts, np.vstack([v, v, v]), ks, eid, corpora, trgm)
     return [
-        [h for g in lanes.KIND_GROUPS for h in lanes.dense(conn, v, eid, corpora, g, k)]
+        [h for g in KIND_GROUPS for h in lanes.dense(conn, v, eid, corpora, g, k)]
         + lanes.lexical(conn, t, eid, corpora, k)
         + lanes.address(conn, t, eid, corpora, k, trgm)
         for t, k in zip(texts, ks, strict=True)
