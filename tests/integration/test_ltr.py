@@ -21,7 +21,7 @@ from citegate.core.errors import ConfigError
 from citegate.core.text import script_language
 from citegate.evaluation.metrics import mrr, ndcg_at_k
 from citegate.models.embed import default_embedder
-from citegate.models.ltr.features import FEATURE_NAMES, features
+from citegate.models.ltr.features import FEATURE_NAMES, KNOWN_FEATURES, features, roman_stems
 from citegate.models.ltr.fit import ndcg_by_question, pairs_from, select_and_fit
 from citegate.models.ltr.model import LTRReranker, load_ltr, save_ltr
 from citegate.models.rerank import CachedReranker, make_reranker
@@ -115,6 +115,27 @@ def test_text_overlaps_kind_length_language_and_address() -> None:
     assert X2[:, col("address_match")].tolist() == [1, 0]
 
 
+def test_roman_overlap_finds_a_quoted_verse_in_its_romanised_sanskrit() -> None:
+    q = "दृष्ट्वा तु पाण्डवानीकं व्यूढं का क्या अर्थ है?"
+    assert roman_stems(q) == {"drish", "panda", "vyudh"}  # "तु", "का", "क्या", "है" dropped
+    verse = "Sanjaya said...\n\ndṛiṣhṭvā tu pāṇḍavānīkaṁ vyūḍhaṁ duryodhanastadā"
+    cands = [cand(1, verse, 0.80, kind="verse"), cand(2, "Arjuna said: O Krishna", 0.82)]
+    X = features(q, cands, KNOWN_FEATURES)
+    roman = KNOWN_FEATURES.index("roman_overlap")
+    assert X[:, roman].tolist() == [1.0, 0.0]
+    assert np.array_equal(X[:, : len(FEATURE_NAMES)], features(q, cands))
+    assert features("What did Duryodhana see?", cands, KNOWN_FEATURES)[:, roman].tolist() == [0, 0]
+
+
+def test_columns_follow_the_names_asked_and_unknown_names_are_refused() -> None:
+    cands = [cand(1, "a text", 0.80), cand(2, "b text", 0.90)]
+    X = features("question", cands, ("lang_match", "cosine"))
+    assert X.tolist() == [[1.0, 0.80], [1.0, 0.90]]
+    for bad in (("cosine", "nope"), ("cosine", "cosine"), ("lang_match",)):
+        with pytest.raises(ConfigError, match="LTR feature list"):
+            features("question", cands, bad)
+
+
 def test_language_guess() -> None:
     assert script_language("Кто такой Арджуна?") == "ru"
     assert script_language("कर्मण्येवाधिकारस्ते") == "hi"
@@ -203,6 +224,34 @@ def test_an_altered_or_foreign_model_file_is_refused(
         load_ltr("tiny")
 
 
+def test_a_model_names_its_features_so_an_optional_one_leaves_the_others_scoring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model trained with `roman_overlap` saves and loads with its 21 columns, a default model
+    file beside it keeps its 20, and a file naming an unknown feature is refused by name."""
+    import sklearn
+
+    monkeypatch.setenv("CITEGATE_VAR", str(tmp_path))
+    names = (*FEATURE_NAMES, "roman_overlap")
+    pairs = pairs_from(synthetic_items(30), names=names)
+    assert pairs.X.shape[1] == len(names) and pairs.names == names
+    model, _, _ = select_and_fit(pairs, folds=3, models=["logreg"])
+    meta = {"feature_names": list(names), "sklearn": sklearn.__version__}
+    path = save_ltr(LTRReranker("roman", model, meta))
+    again = load_ltr("roman")
+    assert again.feature_names == names
+    assert json.loads(path.read_text())["feature_names"] == list(names)
+    cands = synthetic_items(1, seed=5)[0][3]
+    assert len(again.score("अर्जुन alpha", cands)) == len(cands)
+    doc = json.loads(path.read_text())
+    doc["feature_names"][-1] = doc["meta"]["feature_names"][-1] = "mystery"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(
+        ConfigError, match=r"ltr-roman.json: LTR model was trained on other features"
+    ):
+        load_ltr("roman")
+
+
 def test_missing_model_names_the_training_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -232,12 +281,15 @@ def test_cli_registers_ltr_train(monkeypatch: pytest.MonkeyPatch) -> None:
     args = p.parse_args(["ltr", "train", "--name", "x", "--sets", "xquad", "--limit", "5"])
     assert (args.name, args.sets, args.limit, args.func) == ("x", ["xquad"], 5, ltr_cli.cmd_train)
     args = p.parse_args(["ltr", "train"])
-    assert (args.name, args.sets, args.limit, args.models) == (
+    assert (args.name, args.sets, args.limit, args.models, args.extra_features) == (
         "default",
         ["gita", "xquad"],
         None,
         None,
+        [],
     )
+    args = p.parse_args(["ltr", "train", "--extra-features", "roman_overlap"])
+    assert args.extra_features == ["roman_overlap"]
 
 
 def test_rerank_eval_metrics_are_the_evaluation_ones() -> None:

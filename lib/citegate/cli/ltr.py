@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from citegate.models.ltr.features import OPTIONAL_FEATURES
 from citegate.models.ltr.model import DEFAULT_NAME, bare_name
 from citegate.research.ltr_training import DEFAULT_SETS, current_reason, train_ltr
 from citegate.store.db import connect
@@ -12,12 +13,20 @@ from citegate.store.db import connect
 
 def cmd_train(args: argparse.Namespace) -> int:
     """`citegate ltr train`: train, save, print a summary."""
-    if args.if_stale and (why := current_reason(args.name, args.sets, args.limit)):
+    if args.if_stale and (
+        why := current_reason(args.name, args.sets, args.limit, args.extra_features)
+    ):
         print(f"ltr/{bare_name(args.name)} is up to date ({why}); not retraining")
         return 0
     with connect() as conn:
         meta = train_ltr(
-            conn, args.name, tuple(args.sets), limit=args.limit, models=args.models, progress=True
+            conn,
+            args.name,
+            tuple(args.sets),
+            limit=args.limit,
+            models=args.models,
+            progress=True,
+            extra_features=args.extra_features,
         )
     cv = meta["cv"]["mean"]
     print(f"saved {meta['id']} -> {meta['path']}")
@@ -44,6 +53,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         choices=["hgb", "logreg"],
         help="candidate models (default both; the better cross-validated nDCG@10 wins)",
+    )
+    t.add_argument(
+        "--extra-features",
+        nargs="+",
+        default=[],
+        choices=list(OPTIONAL_FEATURES),
+        help="optional pair features to train on beside the default ones (a model file names its "
+        "features, so models trained without them keep scoring as before)",
     )
     t.add_argument(
         "--if-stale",

@@ -21,7 +21,7 @@ from citegate.core.errors import ConfigError
 from citegate.corpus.questions import load_set, resolve_gold
 from citegate.evaluation.sampling import salted_sample
 from citegate.models.embed import default_embedder, default_embedder_id
-from citegate.models.ltr.features import FEATURE_NAMES
+from citegate.models.ltr.features import FEATURE_NAMES, check_feature_names
 from citegate.models.ltr.fit import pairs_from, select_and_fit
 from citegate.models.ltr.model import (
     DEFAULT_NAME,
@@ -166,12 +166,15 @@ def train_ltr(
     random_state: int = 0,
     store: Any = None,
     models: Sequence[str] | None = None,
+    extra_features: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Train on the tune split of each set (at most `limit` questions per set), pick the model by
-    cross-validated nDCG@10, save it under `var/models/ltr-<name>.json`; returns the metadata."""
+    """Train on the tune split of each set (at most `limit` questions per set) on `FEATURE_NAMES`
+    plus `extra_features` (of `OPTIONAL_FEATURES`), pick the model by cross-validated nDCG@10,
+    save it under `var/models/ltr-<name>.json`; returns the metadata."""
     import sklearn
 
     name = bare_name(name)
+    names = check_feature_names(FEATURE_NAMES + tuple(extra_features))
     emb = embedder or default_embedder()
     clock = time.perf_counter()
     items: list[Item] = []
@@ -182,7 +185,7 @@ def train_ltr(
         sets_meta.append(set_meta)
     collect_s = time.perf_counter() - clock
     clock = time.perf_counter()
-    pairs = pairs_from(items, progress=progress)
+    pairs = pairs_from(items, progress=progress, names=names)
     features_s = time.perf_counter() - clock
     clock = time.perf_counter()
     model, winner, cv = select_and_fit(
@@ -198,7 +201,7 @@ def train_ltr(
         "limit_per_set": limit,
         "sets": sets_meta,
         "embedder": emb.id,
-        "feature_names": list(FEATURE_NAMES),
+        "feature_names": list(names),
         "sklearn": sklearn.__version__,
         "n_pairs": int(len(pairs.y)),
         "n_positive": int(pairs.y.sum()),
@@ -216,7 +219,9 @@ def train_ltr(
     return {**reranker.meta, **run, "path": str(path), "digest": reranker.digest}
 
 
-def current_reason(name: str, set_names: Sequence[str], limit: int | None) -> str:
+def current_reason(
+    name: str, set_names: Sequence[str], limit: int | None, extra_features: Sequence[str] = ()
+) -> str:
     """Non-empty when the saved model `name` was trained on exactly these inputs (sets and their
     digests, limit, features, scikit-learn version, embedder, dense search of the pools): then
     retraining changes nothing."""
@@ -231,7 +236,7 @@ def current_reason(name: str, set_names: Sequence[str], limit: int | None) -> st
     same = (
         want == have
         and meta.get("limit_per_set") == limit
-        and meta.get("feature_names") == list(FEATURE_NAMES)
+        and meta.get("feature_names") == list(FEATURE_NAMES) + list(extra_features)
         and meta.get("sklearn") == sklearn.__version__
         and meta.get("embedder") == default_embedder_id()
         and meta.get("dense", "hnsw") == TRAINING_DENSE

@@ -12,6 +12,13 @@ so the same function serves training (slim traces + texts fetched by fragment id
 - whether a canonical verse address in the question names the passage's address;
 - kind one-hot, log passage length, question/passage language match.
 
+Optional features (`OPTIONAL_FEATURES`) are computed only for a model trained on them; a model file
+names its features, so adding one here leaves every saved model scoring as it did:
+- `roman_overlap`: the share of the question's Devanagari content words whose romanisation
+  (`core.romanise`, diacritics folded, first 5 letters) occurs among the passage's folded words.
+  The demo corpus holds the Sanskrit only romanised and no Hindi text, so for a Hindi question
+  every other overlap feature is 0 and the reranker sees cosines alone (issue #23).
+
 The candidate pool of a question is what `retrieve._rerank` scores: every candidate that the ANN
 lanes found (`ann_missed` ones, seen only by the exact check, are left out of training and eval).
 """
@@ -20,14 +27,17 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
+from citegate.core.errors import ConfigError
 from citegate.core.fragments import KINDS
-from citegate.core.text import OVERLAP_STOPWORDS, script_language
+from citegate.core.romanise import ascii_fold, has_devanagari, romanise
+from citegate.core.text import HINDI_STOPWORDS, OVERLAP_STOPWORDS, script_language
 from citegate.corpus.sources.address import find_verse_refs, verse_label
 from citegate.models.protocols import Scorable
 
@@ -52,6 +62,21 @@ FEATURE_NAMES: tuple[str, ...] = (
     "log_len",
     "lang_match",
 )
+OPTIONAL_FEATURES: tuple[str, ...] = ("roman_overlap",)
+KNOWN_FEATURES: tuple[str, ...] = FEATURE_NAMES + OPTIONAL_FEATURES
+
+
+def check_feature_names(names: Sequence[str]) -> tuple[str, ...]:
+    """`names` as a tuple; ConfigError when one is unknown, repeated, or `cosine` is missing (the
+    training's model selection breaks ties by it)."""
+    names = tuple(names)
+    unknown = [n for n in names if n not in KNOWN_FEATURES]
+    if unknown or len(set(names)) != len(names) or "cosine" not in names:
+        raise ConfigError(
+            f"LTR feature list {list(names)} has unknown {unknown} or repeated names or no "
+            f"'cosine'; known: {list(KNOWN_FEATURES)}"
+        )
+    return names
 
 
 def _words(text: str) -> list[str]:
@@ -86,9 +111,32 @@ def _profile(text: str) -> _Profile:
     )
 
 
+@lru_cache(maxsize=50_000)
+def _folded_stems(text: str) -> frozenset[str]:
+    """The first `STEM_LEN` letters of each word of `text` with its diacritics dropped
+    ("dṛiṣhṭvā" -> "drish"): what a romanised Devanagari word is looked up in."""
+    return frozenset(w[:STEM_LEN] for w in _words(ascii_fold(text)))
+
+
+@lru_cache(maxsize=10_000)
+def roman_stems(question: str) -> frozenset[str]:
+    """The folded stems (`_folded_stems`) of the romanisations of the question's Devanagari
+    content words; empty for a question without Devanagari. Words are cut at non-letters other
+    than combining marks, which `\\w` would split a Devanagari word at."""
+    if not has_devanagari(question):
+        return frozenset()
+    kept = "".join(
+        c if c.isalnum() or unicodedata.category(c).startswith("M") else " " for c in question
+    )
+    words = [w for w in kept.split() if has_devanagari(w) and w not in HINDI_STOPWORDS]
+    return frozenset(stem for w in words for stem in _folded_stems(romanise(w)))
+
+
 def clear_caches() -> None:
     """Forget the per-text profiles (so a throughput measurement starts cold)."""
     _profile.cache_clear()
+    _folded_stems.cache_clear()
+    roman_stems.cache_clear()
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -115,12 +163,30 @@ def _lane_family(tag: str) -> str:
     return "other"
 
 
-def features(question: str, cands: Sequence[Scorable]) -> np.ndarray:
-    """The (len(cands), len(FEATURE_NAMES)) float matrix of pair features.
+def features(
+    question: str, cands: Sequence[Scorable], names: Sequence[str] = FEATURE_NAMES
+) -> np.ndarray:
+    """The (len(cands), len(names)) float matrix of pair features, columns in `names`' order
+    (default `FEATURE_NAMES`; any of `KNOWN_FEATURES`).
 
     Each candidate needs `text`, `score` (cosine), `kind`, `lang`, `lanes`; `addr_label` is read when
     present. The relative features (`cos_rank`, `cos_gap`) are computed over `cands`, which should be
     the question's whole candidate pool."""
+    base = _base_features(question, cands)
+    names = tuple(names)
+    if names == FEATURE_NAMES:
+        return base
+    full = np.zeros((len(cands), len(KNOWN_FEATURES)), dtype=np.float64)
+    full[:, : len(FEATURE_NAMES)] = base
+    if "roman_overlap" in names:
+        q = roman_stems(question)
+        col = KNOWN_FEATURES.index("roman_overlap")
+        full[:, col] = [_share(q, _folded_stems(c.text or "")) for c in cands]
+    return full[:, [KNOWN_FEATURES.index(n) for n in check_feature_names(names)]]
+
+
+def _base_features(question: str, cands: Sequence[Scorable]) -> np.ndarray:
+    """The `FEATURE_NAMES` columns of `features`."""
     n = len(cands)
     out = np.zeros((n, len(FEATURE_NAMES)), dtype=np.float64)
     if n == 0:

@@ -70,6 +70,7 @@ class PairSet:
     qid: np.ndarray
     groups: np.ndarray
     info: dict[str, Any] = field(default_factory=dict)
+    names: tuple[str, ...] = FEATURE_NAMES  # the columns of X
 
     @property
     def n_questions(self) -> int:
@@ -80,8 +81,10 @@ class PairSet:
 def pairs_from(
     items: Iterable[tuple[str, str, str, Sequence[Any], Iterable[int]]],
     progress: bool = False,
+    names: Sequence[str] = FEATURE_NAMES,
 ) -> PairSet:
-    """Build pairs from (question id, question text, group, candidates, gold fragment ids)."""
+    """Build pairs from (question id, question text, group, candidates, gold fragment ids), one
+    column per feature in `names`."""
     xs, ys, qids, groups = [], [], [], []
     for q_id, text, group, cands, gold in tqdm(
         list(items), desc="features", unit="q", disable=not progress
@@ -89,7 +92,7 @@ def pairs_from(
         if not cands:
             continue
         gold = set(gold)
-        xs.append(features(text, cands))
+        xs.append(features(text, cands, names))
         ys.append(np.array([c.fragment_id in gold for c in cands], dtype=np.int8))
         qids += [q_id] * len(cands)
         groups += [group] * len(cands)
@@ -100,6 +103,7 @@ def pairs_from(
         np.concatenate(ys),
         np.array(qids, dtype=object),
         np.array(groups, dtype=object),
+        names=tuple(names),
     )
 
 
@@ -142,7 +146,7 @@ def _select_and_fit(
         raise CitegateError("training pairs hold only one class (no gold candidate, or only gold)")
     factories = _chosen_factories(random_state, models)
     k = max(2, min(folds, len(set(pairs.groups))))
-    cos = pairs.X[:, FEATURE_NAMES.index("cosine")]
+    cos = pairs.X[:, pairs.names.index("cosine")]
     per_fold: dict[str, list[float]] = {name: [] for name in factories}
     splits = list(GroupKFold(n_splits=k).split(pairs.X, pairs.y, pairs.groups))
     bar = tqdm(total=len(splits) * len(factories), desc="cv", disable=not progress)

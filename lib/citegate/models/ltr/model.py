@@ -27,7 +27,7 @@ from threadpoolctl import ThreadpoolController
 
 from citegate.core import paths
 from citegate.core.errors import ConfigError
-from citegate.models.ltr.features import FEATURE_NAMES, features
+from citegate.models.ltr.features import FEATURE_NAMES, check_feature_names, features
 from citegate.models.ltr.portable import PortableModel, from_doc, from_sklearn
 from citegate.models.protocols import Scorable
 
@@ -46,18 +46,21 @@ class LTRReranker:
     def __init__(self, name: str, model: Any, meta: dict[str, Any] | None = None) -> None:
         self.name = name
         self.id = f"ltr/{name}"
+        self.meta = {k: v for k, v in (meta or {}).items() if k not in RUN_FIELDS}
+        try:
+            self.feature_names = check_feature_names(self.meta.get("feature_names", FEATURE_NAMES))
+        except ConfigError as exc:
+            raise ConfigError(
+                f"LTR model {name!r} was trained on other features ({exc}); retrain it with "
+                f"`citegate ltr train --name {name}`"
+            ) from exc
         # A fitted scikit-learn estimator is converted to its data form at once: what is scored
         # is what is saved, so a model scores the same before and after a round trip.
         self.model = (
-            model if isinstance(model, PortableModel) else from_sklearn(model, len(FEATURE_NAMES))
+            model
+            if isinstance(model, PortableModel)
+            else from_sklearn(model, len(self.feature_names))
         )
-        self.meta = {k: v for k, v in (meta or {}).items() if k not in RUN_FIELDS}
-        names = tuple(self.meta.get("feature_names", FEATURE_NAMES))
-        if names != FEATURE_NAMES:
-            raise ConfigError(
-                f"LTR model {name!r} was trained on other features; retrain it with "
-                f"`citegate ltr train --name {name}`"
-            )
         # Digest of the model file's bytes: `id` stays `ltr/<name>` (configs name it), so a cache
         # that must not serve a retrained model's old scores keys on `cache_id` instead.
         self.digest = hashlib.sha256(self.to_bytes()).hexdigest()
@@ -69,7 +72,7 @@ class LTRReranker:
         features are computed over it)."""
         if not cands:
             return []
-        proba = self.model.positive_proba(features(question, cands))
+        proba = self.model.positive_proba(features(question, cands, self.feature_names))
         return [float(p) for p in proba]
 
     def to_bytes(self) -> bytes:
@@ -79,7 +82,7 @@ class LTRReranker:
             "format": MODEL_FORMAT,
             "kind": MODEL_KIND,
             "name": self.name,
-            "feature_names": list(FEATURE_NAMES),
+            "feature_names": list(self.feature_names),
             "estimator": self.model.doc,
             "meta": self.meta,
         }
@@ -200,8 +203,16 @@ def _parse(path: Path, data: bytes, retrain: str) -> dict[str, Any]:
         raise ConfigError(
             f"{path}: not an LTR model of format {MODEL_FORMAT} (kind {MODEL_KIND!r}), found {got}; {retrain}"
         )
-    if doc.get("feature_names") != list(FEATURE_NAMES):
-        raise ConfigError(f"{path}: LTR model was trained on other features; {retrain}")
+    names = doc.get("feature_names")
+    try:
+        check_feature_names(names if isinstance(names, list) else [])
+    except ConfigError as exc:
+        raise ConfigError(
+            f"{path}: LTR model was trained on other features ({exc}); {retrain}"
+        ) from exc
+    meta = doc.get("meta")
+    if isinstance(meta, dict) and meta.get("feature_names", names) != names:
+        raise ConfigError(f"{path}: the file's feature list differs from its metadata's; {retrain}")
     return doc
 
 
