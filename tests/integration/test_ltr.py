@@ -21,7 +21,13 @@ from citegate.core.errors import ConfigError
 from citegate.core.text import script_language
 from citegate.evaluation.metrics import mrr, ndcg_at_k
 from citegate.models.embed import default_embedder
-from citegate.models.ltr.features import FEATURE_NAMES, KNOWN_FEATURES, features, roman_stems
+from citegate.models.ltr.features import (
+    FEATURE_NAMES,
+    KNOWN_FEATURES,
+    cyrillic_stems,
+    features,
+    roman_stems,
+)
 from citegate.models.ltr.fit import ndcg_by_question, pairs_from, select_and_fit
 from citegate.models.ltr.model import LTRReranker, load_ltr, save_ltr
 from citegate.models.rerank import CachedReranker, make_reranker
@@ -125,6 +131,19 @@ def test_roman_overlap_finds_a_quoted_verse_in_its_romanised_sanskrit() -> None:
     assert X[:, roman].tolist() == [1.0, 0.0]
     assert np.array_equal(X[:, : len(FEATURE_NAMES)], features(q, cands))
     assert features("What did Duryodhana see?", cands, KNOWN_FEATURES)[:, roman].tolist() == [0, 0]
+
+
+def test_cyrillic_overlap_finds_sanskrit_names_of_a_russian_question_in_english_passages() -> None:
+    q = "Что сказал Арджуна Кришне о Дхритараштре?"
+    assert cyrillic_stems(q) == {"skaza", "arjun", "krish", "dhrit"}  # "что", "о" dropped
+    cands = [
+        cand(1, "Arjuna said: O Krishna, Dhritarashtra's sons...", 0.80, kind="verse"),
+        cand(2, "The field of dharma", 0.82),
+    ]
+    X = features(q, cands, KNOWN_FEATURES)
+    assert X[:, KNOWN_FEATURES.index("cyrillic_overlap")].tolist() == [0.75, 0.0]
+    assert X[:, KNOWN_FEATURES.index("roman_overlap")].tolist() == [0.0, 0.0]
+    assert features("Who is Arjuna?", cands, KNOWN_FEATURES)[:, -1].tolist() == [0.0, 0.0]
 
 
 def test_columns_follow_the_names_asked_and_unknown_names_are_refused() -> None:

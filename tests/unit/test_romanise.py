@@ -1,4 +1,5 @@
-"""Devanagari romanised as the gita corpus writes it, and the lexical query that uses it."""
+"""Devanagari romanised as the gita corpus writes it, and the lexical query that uses it; Russian
+written in Latin as Russian spells Sanskrit names."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ import re
 import pytest
 
 from citegate.core import paths
-from citegate.core.romanise import ascii_fold, has_devanagari, romanise
+from citegate.core.romanise import (
+    ascii_fold,
+    has_cyrillic,
+    has_devanagari,
+    latinise_cyrillic,
+    romanise,
+)
 from citegate.pipeline.lanes import lexical_query
 
 
@@ -38,6 +45,25 @@ def test_text_without_devanagari_is_unchanged() -> None:
 def test_ascii_fold_spells_names_as_the_english_translations_do() -> None:
     assert ascii_fold(romanise("कृष्ण")) == "krishna"
     assert ascii_fold(romanise("धृतराष्ट्र")) == "dhritarashtra"
+
+
+@pytest.mark.parametrize(
+    ("russian", "latin"),
+    [
+        ("Арджуна", "arjuna"),  # "дж" is j
+        ("Дхритараштра", "dhritarashtra"),  # "дх" is the aspirate
+        ("Бхишма", "bhishma"),
+        ("карма-йога", "karma-yoga"),
+        ("Дурьодхана", "durodhana"),  # the soft sign is dropped
+        ("BG 2.47", "bg 2.47"),  # the rest only lowercased
+    ],
+)
+def test_latinise_cyrillic_spells_sanskrit_names_as_english_does(russian: str, latin: str) -> None:
+    assert latinise_cyrillic(russian) == latin
+
+
+def test_has_cyrillic() -> None:
+    assert has_cyrillic("Кто такой Арджуна?") and not has_cyrillic("Who is Arjuna? अर्जुन")
 
 
 def test_most_verse_words_match_the_corpus_transliteration() -> None:

@@ -7,7 +7,9 @@ translations in English; a Hindi question quotes the same words in Devanagari ("
 Devanagari in that scheme (IAST with "ch", "chh", "śh", "ṣh", "ṛi", "ṁ"; every consonant keeps
 its inherent "a" unless a virama or vowel sign follows, as in Sanskrit), and `ascii_fold` drops
 the diacritics, which is how the English translations spell names ("Dhritarashtra", "Krishna").
-Both are pure: text without Devanagari comes back unchanged.
+Both are pure: text without Devanagari comes back unchanged. `latinise_cyrillic` writes Russian the
+way Russian spells Sanskrit names ("Арджуна" -> "arjuna", "Дхритараштра" -> "dhritarashtra"), for
+the LTR reranker's cross-lingual overlap of a Russian question with English passages.
 """
 
 from __future__ import annotations
@@ -77,6 +79,28 @@ def romanise(text: str) -> str:
         )  # fmt: skip
         i += 1
     return unicodedata.normalize("NFC", "".join(out))
+
+
+# Russian letters in Latin, as Russian transcribes Sanskrit: "дж" is "j" (Арджуна), "х" after a
+# stop is the aspirate ("бх", "дх"), soft and hard signs are dropped.
+_CYRILLIC = {
+    "а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ё": "e", "ж": "zh", "з": "z",
+    "и": "i", "й": "y", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o", "п": "p", "р": "r",
+    "с": "s", "т": "t", "у": "u", "ф": "f", "х": "h", "ц": "ts", "ч": "ch", "ш": "sh",
+    "щ": "shch", "ъ": "", "ы": "y", "ь": "", "э": "e", "ю": "yu", "я": "ya",
+}  # fmt: skip
+
+
+def has_cyrillic(text: str) -> bool:
+    """Whether any character of `text` is a Cyrillic letter of the Russian alphabet."""
+    return any(c in _CYRILLIC for c in text.lower())
+
+
+def latinise_cyrillic(text: str) -> str:
+    """`text` lowercased with its Russian letters in Latin ("Кришна" -> "krishna"), the rest
+    unchanged."""
+    low = text.lower().replace("дж", "j")
+    return "".join(_CYRILLIC.get(c, c) for c in low)
 
 
 def ascii_fold(text: str) -> str:

@@ -17,7 +17,10 @@ names its features, so adding one here leaves every saved model scoring as it di
 - `roman_overlap`: the share of the question's Devanagari content words whose romanisation
   (`core.romanise`, diacritics folded, first 5 letters) occurs among the passage's folded words.
   The demo corpus holds the Sanskrit only romanised and no Hindi text, so for a Hindi question
-  every other overlap feature is 0 and the reranker sees cosines alone (issue #23).
+  every other overlap feature is 0 and the reranker sees cosines alone (issue #23);
+- `cyrillic_overlap`: the same for a Russian question's Cyrillic words, written in Latin as Russian
+  spells Sanskrit names (`core.romanise.latinise_cyrillic`), against English passages (issue #20:
+  the gita build holds no Russian text).
 
 The candidate pool of a question is what `retrieve._rerank` scores: every candidate that the ANN
 lanes found (`ann_missed` ones, seen only by the exact check, are left out of training and eval).
@@ -36,7 +39,13 @@ import numpy as np
 
 from citegate.core.errors import ConfigError
 from citegate.core.fragments import KINDS
-from citegate.core.romanise import ascii_fold, has_devanagari, romanise
+from citegate.core.romanise import (
+    ascii_fold,
+    has_cyrillic,
+    has_devanagari,
+    latinise_cyrillic,
+    romanise,
+)
 from citegate.core.text import HINDI_STOPWORDS, OVERLAP_STOPWORDS, script_language
 from citegate.corpus.sources.address import find_verse_refs, verse_label
 from citegate.models.protocols import Scorable
@@ -62,7 +71,7 @@ FEATURE_NAMES: tuple[str, ...] = (
     "log_len",
     "lang_match",
 )
-OPTIONAL_FEATURES: tuple[str, ...] = ("roman_overlap",)
+OPTIONAL_FEATURES: tuple[str, ...] = ("roman_overlap", "cyrillic_overlap")
 KNOWN_FEATURES: tuple[str, ...] = FEATURE_NAMES + OPTIONAL_FEATURES
 
 
@@ -132,11 +141,22 @@ def roman_stems(question: str) -> frozenset[str]:
     return frozenset(stem for w in words for stem in _folded_stems(romanise(w)))
 
 
+@lru_cache(maxsize=10_000)
+def cyrillic_stems(question: str) -> frozenset[str]:
+    """The folded stems of the question's Russian content words written in Latin
+    (`latinise_cyrillic`); empty for a question without Cyrillic."""
+    if not has_cyrillic(question):
+        return frozenset()
+    words = [w for w in _words(question) if has_cyrillic(w)]
+    return frozenset(stem for w in words for stem in _folded_stems(latinise_cyrillic(w)))
+
+
 def clear_caches() -> None:
     """Forget the per-text profiles (so a throughput measurement starts cold)."""
     _profile.cache_clear()
     _folded_stems.cache_clear()
     roman_stems.cache_clear()
+    cyrillic_stems.cache_clear()
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -181,6 +201,10 @@ def features(
     if "roman_overlap" in names:
         q = roman_stems(question)
         col = KNOWN_FEATURES.index("roman_overlap")
+        full[:, col] = [_share(q, _folded_stems(c.text or "")) for c in cands]
+    if "cyrillic_overlap" in names:
+        q = cyrillic_stems(question)
+        col = KNOWN_FEATURES.index("cyrillic_overlap")
         full[:, col] = [_share(q, _folded_stems(c.text or "")) for c in cands]
     return full[:, [KNOWN_FEATURES.index(n) for n in check_feature_names(names)]]
 
