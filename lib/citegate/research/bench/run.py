@@ -85,9 +85,16 @@ def run(
     return out
 
 
-# The retrieval levers of issue 23 (production's since its promotion): their warm retrieve beside
-# the seed's, in the same run (`levers_over_seed`).
-LEVERS = {"pin_named_verses": True, "verse_notes": True, "fanout": "always", "reserve_library": 1}
+# The retrieval levers of issue 23 (production's since its promotions, v7 and v8): their warm
+# retrieve beside the seed's, in the same run (`levers_over_seed`).
+LEVERS = {
+    "pin_named_verses": True,
+    "verse_notes": True,
+    "fanout": "always",
+    "reserve_library": 1,
+    "lexical_romanise": True,
+    "cap_lexical": 16,
+}
 
 
 def _search_benches(
