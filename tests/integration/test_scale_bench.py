@@ -86,6 +86,7 @@ def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path, server_root: Pat
         assert b["build_s"] > 0 and b["index_mb"] > 0 and 0.0 <= b["overlap_at_16"] <= 1.0
         assert math.isfinite(b["p50_ms"]) and math.isfinite(r["retrieve_bm25"]["total"]["p50_ms"])
         assert "key" not in b
+        assert math.isfinite(r["retrieve_bm25_again"]["total"]["p50_ms"])
         # the dense lane over halfvec indexes, against the same exact top-16
         h = r["halfvec"]
         assert set(h["groups"]) == set(scale_bench.DEFAULT_GROUPS)
@@ -108,7 +109,7 @@ def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path, server_root: Pat
     assert "NOT RUN: 1,000,000 fragments" in text and "ef_search x iterative_scan" in text
     assert "| real gita | " in text and "| synthetic | 2,000 | " in text
     assert "Lexical lane with a budget" in text and "| 2,000 | 8,192 |" in text
-    assert "| 2,000 | BM25 | " in text
+    assert "| 2,000 | BM25 | " in text and "| 2,000 | BM25 again | " in text
     assert "Dense lane over halfvec indexes" in text and "| 2,000 | indexes | float " in text
     files = scale_report.write(rep, tmp_path / "out")
     assert [p.name for p in files] == ["scale.json", "scale.png"]
