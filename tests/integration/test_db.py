@@ -107,6 +107,29 @@ def test_vectors_of_two_embedders_never_mix(conn: psycopg.Connection) -> None:
     assert len(hits) == 1  # only the 4-d embedder's row
 
 
+def test_a_larger_graph_is_built_with_its_parameters_and_the_default_with_none(
+    conn: psycopg.Connection,
+) -> None:
+    db.ensure_embedder(conn, EMB, 4)
+    db.ensure_embedder(conn, "test/emb-3", 3, db.HnswGraph(8, 32))
+    db.ensure_embedder(conn, "test/emb-3", 3, db.HnswGraph(24, 100))  # kept: it exists
+    opts = dict(
+        conn.execute(
+            "SELECT relname, reloptions FROM pg_class WHERE relname LIKE 'fragments_hnsw_%'"
+        ).fetchall()
+    )
+    assert all(opts[n] is None for n in db.hnsw_index_names(EMB))
+    assert all(opts[n] == ["m=8", "ef_construction=32"] for n in db.hnsw_index_names("test/emb-3"))
+    write_batch(conn, [frag("1.1")], unit([[1, 0, 0]]), "test/emb-3")
+    assert len(lanes.dense(conn, unit([[1, 0, 0]])[0], "test/emb-3", ["c"], "verses", 10)) == 1
+
+
+@pytest.mark.parametrize(("m", "efc"), [(1, 64), (16, 20), (101, 400), (16, 1001)])
+def test_a_graph_pgvector_would_refuse_is_refused_first(m: int, efc: int) -> None:
+    with pytest.raises(ValueError, match="HNSW"):
+        db.HnswGraph(m, efc)
+
+
 def _hnsw_defs(conn: psycopg.Connection) -> dict[str, str]:
     rows = conn.execute(
         "SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE 'fragments_hnsw_%'"

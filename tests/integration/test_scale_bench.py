@@ -13,6 +13,7 @@ import pytest
 
 from citegate.core.fragments import Fragment
 from citegate.research import scale_bench, scale_corpus, scale_report
+from citegate.store import db
 
 pytestmark = pytest.mark.db
 
@@ -56,7 +57,10 @@ def server_root() -> Iterator[Path]:
 
 
 def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path, server_root: Path) -> None:
-    settings = scale_bench.ScaleSettings(sizes=(1_000, 2_000), queries=8, halfvec=True)
+    graph = db.HnswGraph(8, 32)
+    settings = scale_bench.ScaleSettings(
+        sizes=(1_000, 2_000), queries=8, halfvec=True, graphs=(graph,)
+    )
     rep = scale_bench.run(settings, server_root)
     assert [r["size"] for r in rep["sizes"]] == [1_000, 2_000] and rep["not_run"] == []
     for r in rep["sizes"]:
@@ -93,6 +97,12 @@ def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path, server_root: Pat
         assert 0 < h["index_mb"] < h["float_index_mb"] and h["build_s"] > 0
         for m in h["groups"].values():
             assert 0.0 <= m["recall_at_16"] <= 1.0 and math.isfinite(m["p50_ms"]), m
+        # a smaller graph built in place of the default and swept at the same settings
+        assert r["index_mb"] > 0 and set(r["graphs"]) == {graph.label}
+        gr = r["graphs"][graph.label]
+        assert gr["build_s"] > 0 and gr["index_mb"] > 0 and set(gr["sweep"]) == set(r["sweep"])
+        for per_group in gr["sweep"].values():
+            assert all(0.0 <= m["hnsw_forced"]["recall_at_16"] <= 1.0 for m in per_group.values())
     assert all(math.isfinite(v) for v in rep["slopes"].values())
     # with HNSW forced every setting is served by the index (the planner may still prefer a scan)
     forced = [
@@ -110,6 +120,7 @@ def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path, server_root: Pat
     assert "| real gita | " in text and "| synthetic | 2,000 | " in text
     assert "Lexical lane with a budget" in text and "| 2,000 | 8,192 |" in text
     assert "| 2,000 | BM25 | " in text and "| 2,000 | BM25 again | " in text
+    assert "| 2,000 | m8/efc32 | " in text and "| 2,000 | m16/efc64 | " in text
     assert "Dense lane over halfvec indexes" in text and "| 2,000 | indexes | float " in text
     files = scale_report.write(rep, tmp_path / "out")
     assert [p.name for p in files] == ["scale.json", "scale.png"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from citegate.models.embed import default_embedder
 from citegate.research import lexical_recall, scale_bench, scale_corpus, scale_report
-from citegate.store.db import connect
+from citegate.store.db import HnswGraph, connect
 
 
 def cmd_bench_scale(args: argparse.Namespace) -> int:
@@ -29,6 +29,7 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
         lexical_budgets=tuple(args.lexical_budgets),
         bm25=not args.no_bm25,
         halfvec=args.halfvec,
+        graphs=tuple(args.graphs),
     )
     rep = scale_bench.run(settings)
     print(scale_report.render(rep))
@@ -46,6 +47,15 @@ def cmd_lexical_recall(args: argparse.Namespace) -> int:
         )
     print(lexical_recall.render(rows, args.k))
     return 0
+
+
+def _graph(text: str) -> HnswGraph:
+    """`M:EF_CONSTRUCTION` as an HNSW graph, or argparse's one-line error."""
+    try:
+        m, ef = (int(x) for x in text.split(":"))
+        return HnswGraph(m, ef)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{text!r}: want M:EF_CONSTRUCTION ({err})") from err
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -111,6 +121,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--halfvec",
         action="store_true",
         help="also measure the dense lane over halfvec HNSW indexes (`research.scale_halfvec`)",
+    )
+    p.add_argument(
+        "--graphs",
+        type=_graph,
+        nargs="*",
+        default=[],
+        metavar="M:EF_CONSTRUCTION",
+        help="larger HNSW graphs built in place of the default at each size and swept (e.g. 32:128)",
     )
     p.add_argument("--out", type=Path, default=None, help="output dir (default var/bench/scale)")
     p.set_defaults(func=cmd_bench_scale)

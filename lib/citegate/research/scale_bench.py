@@ -106,6 +106,9 @@ class ScaleSettings:
     lexical_budgets: tuple[int, ...] = (1024, 8192)
     bm25: bool = True  # the BM25 backend measured too (its index built at each size, then deleted)
     halfvec: bool = False  # the dense lane over halfvec indexes too (`scale_halfvec`)
+    # larger HNSW graphs, each built in place of the default one after everything else at a size
+    # and swept at `sweep_ef` against the same exact top-16 (`measure_graphs`)
+    graphs: tuple[db.HnswGraph, ...] = ()
 
     def __post_init__(self) -> None:
         """Refuse an unknown corpus kind before any work."""
@@ -137,6 +140,9 @@ class SizeResult:
     retrieve_bm25_again: dict[str, dict[str, float]] = field(default_factory=dict)
     nn: dict[str, float] = field(default_factory=dict)  # `scale_corpus.Nearest.profile`
     halfvec: dict[str, Any] = field(default_factory=dict)  # `measure_halfvec`
+    index_mb: float = 0.0  # the default graph's indexes, every group together
+    # graph label -> build_s, index_mb and its sweep (as `sweep`) (`measure_graphs`)
+    graphs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def predicted_wall(done: Sequence[SizeResult], n: int) -> float:
@@ -334,6 +340,36 @@ def measure_halfvec(
     return out
 
 
+def measure_graphs(
+    conn: psycopg.Connection,
+    qvecs: np.ndarray,
+    eid: str,
+    exacts: dict[str, list[list[lanes.LaneHit]]],
+    s: ScaleSettings,
+) -> dict[str, dict[str, Any]]:
+    """Each of `s.graphs` in turn in place of the embedder's indexes: dropped, rebuilt with its
+    m / ef_construction (timed), and swept like the default graph against the same exact top-K.
+    The last one built stays; the next size's load drops it."""
+    out: dict[str, dict[str, Any]] = {}
+    for graph in s.graphs:
+        names = db.hnsw_index_names(eid)
+        for name in names:
+            conn.execute(f'DROP INDEX IF EXISTS "{name}"')
+        clock = time.perf_counter()
+        db.ensure_embedder(conn, eid, int(qvecs.shape[1]), graph)
+        built = time.perf_counter() - clock
+        conn.execute("ANALYZE fragments")
+        out[graph.label] = {
+            "m": graph.m,
+            "ef_construction": graph.ef_construction,
+            "build_s": built,
+            "index_mb": scale_halfvec.megabytes(conn, names),
+            "sweep": measure_sweep(conn, qvecs, eid, exacts, s),
+        }
+        print(f"scale bench: graph {graph.label} built in {built:.1f} s and swept", flush=True)
+    return out
+
+
 def measure_text_lanes(
     conn: psycopg.Connection, questions: Sequence[str], eid: str
 ) -> dict[str, dict[str, float]]:
@@ -495,6 +531,7 @@ def run(s: ScaleSettings, tmp_root: Path | None = None) -> dict[str, Any]:
                 break
             corpus = plan(frags, n, s)
             res = SizeResult(n, load(conn, frags, base, corpus, eid), build_index(conn, eid, dim))
+            res.index_mb = scale_halfvec.megabytes(conn, db.hnsw_index_names(eid))
             res.nn = scale_corpus.plan_profile(base, corpus, seed=s.seed)
             res.lexemes_s = count_lexemes(conn, eid)
             conn.execute("ANALYZE fragments")
@@ -519,6 +556,7 @@ def run(s: ScaleSettings, tmp_root: Path | None = None) -> dict[str, Any]:
                     conn, asked, vectors, lexical_backend="bm25"
                 )
                 shutil.rmtree(bm25.index_root() / str(res.bm25.pop("key")), ignore_errors=True)
+            res.graphs = measure_graphs(conn, qvecs, eid, exacts, s)
             res.wall_s = time.perf_counter() - clock
             results.append(res)
             print(f"scale bench: {n} fragments done ({res.build_s:.1f} s build)", flush=True)

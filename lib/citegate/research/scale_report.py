@@ -43,6 +43,7 @@ def render(rep: dict[str, Any]) -> str:
         *_tier_lines(rep),
         *_sweep_lines(rep),
         *_halfvec_lines(rep),
+        *_graph_lines(rep),
     ]
     return "\n".join([*lines, *more])
 
@@ -197,6 +198,40 @@ def _sweep_lines(rep: dict[str, Any]) -> list[str]:
             ]
             cells += [f"{m['recall_at_16']:.3f}, {m['p50_ms']:.2f}" for m in forced]
             lines.append(f"| {r['size']:,} | {setting} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _graph_lines(rep: dict[str, Any]) -> list[str]:
+    """The default HNSW graph beside each larger one measured at a size: build s, index MB, and
+    per group recall@16 vs exact and p50 ms with the index forced, at each swept setting."""
+    rows = [r for r in rep["sizes"] if r.get("graphs")]
+    if not rows:
+        return []
+    groups = list(rep["settings"]["groups"])
+    head = "| size | graph | build s | index MB | ef/iterative | "
+    head += " | ".join(f"{g}: recall, p50" for g in groups) + " |"
+    title = (
+        "HNSW graphs (m / ef_construction; pgvector's default first): dense lane with the index "
+        "forced, recall@16 vs the same exact top-16 and p50 ms"
+    )
+    lines = ["", title, "", head, "|---:|---|---:|---:|---|" + "---:|" * len(groups)]
+    for r in rows:
+        graphs = {
+            "m16/efc64": {
+                "build_s": r["build_s"],
+                "index_mb": r.get("index_mb", 0.0),
+                "sweep": r["sweep"],
+            },
+            **r["graphs"],
+        }
+        for label, gr in graphs.items():
+            for setting, per in gr["sweep"].items():
+                cells = [per[g]["hnsw_forced"] for g in groups]
+                text = " | ".join(f"{m['recall_at_16']:.3f}, {m['p50_ms']:.2f}" for m in cells)
+                lines.append(
+                    f"| {r['size']:,} | {label} | {gr['build_s']:.1f} | {gr['index_mb']:.0f} | "
+                    f"{setting} | {text} |"
+                )
     return lines
 
 

@@ -11,6 +11,7 @@ import os
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -200,9 +201,44 @@ def kinds_array(group: str) -> sql.Composable:
     return sql.SQL("{}::text[]").format(sql.Literal("{" + ",".join(KIND_GROUPS[group]) + "}"))
 
 
-def ensure_embedder(conn: psycopg.Connection, embedder_id: str, dim: int) -> None:
+@dataclass(frozen=True)
+class HnswGraph:
+    """How an HNSW graph is built: `m` links per node and the candidate list `ef_construction`
+    of each insert. The defaults are pgvector's; a larger graph costs build time and memory and
+    lets a search at the same ef_search find more of the exact neighbours (`citegate bench-scale
+    --graphs`)."""
+
+    m: int = 16
+    ef_construction: int = 64
+
+    def __post_init__(self) -> None:
+        """Refuse what pgvector refuses (m 2..100, ef_construction 4..1000 and >= 2 m) up front."""
+        if not (2 <= self.m <= 100 and 4 <= self.ef_construction <= 1000):
+            raise ValueError(
+                f"HNSW m {self.m} / ef_construction {self.ef_construction} out of range"
+            )
+        if self.ef_construction < 2 * self.m:
+            raise ValueError(f"HNSW ef_construction {self.ef_construction} < 2 x m {self.m}")
+
+    @property
+    def label(self) -> str:
+        return f"m{self.m}/efc{self.ef_construction}"
+
+    def storage(self) -> sql.Composable:
+        """The index's WITH clause; empty for pgvector's defaults, so their definition stays the
+        one every database so far has (migration 006 builds the same)."""
+        if self == HnswGraph():
+            return sql.SQL("")
+        return sql.SQL(" WITH (m = {}, ef_construction = {})").format(
+            sql.Literal(self.m), sql.Literal(self.ef_construction)
+        )
+
+
+def ensure_embedder(
+    conn: psycopg.Connection, embedder_id: str, dim: int, graph: HnswGraph | None = None
+) -> None:
     """Register an embedder and create its partial HNSW indexes (cosine), one per kind group,
-    idempotently.
+    idempotently (an index that exists is kept, whatever `graph` it was built with).
 
     One index per group, not one per embedder: the dense lane always searches one group, and an
     index over every kind makes a search of a small group walk the graph past every row of the
@@ -220,11 +256,12 @@ def ensure_embedder(conn: psycopg.Connection, embedder_id: str, dim: int) -> Non
             conn.execute(
                 sql.SQL(
                     "CREATE INDEX IF NOT EXISTS {name} ON fragments USING hnsw "
-                    "((embedding::vector({dim})) vector_cosine_ops) "
+                    "((embedding::vector({dim})) vector_cosine_ops){storage} "
                     "WHERE embedder_id = {eid} AND kind = ANY ({kinds})"
                 ).format(
                     name=sql.Identifier(hnsw_index_name(embedder_id, group)),
                     dim=sql.Literal(dim),
+                    storage=(graph or HnswGraph()).storage(),
                     eid=sql.Literal(embedder_id),
                     kinds=kinds_array(group),
                 )
