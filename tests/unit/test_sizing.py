@@ -3,6 +3,7 @@ setting the server shows ('1536MB', '1.5GB') compares with the one sizing wants.
 
 from __future__ import annotations
 
+from citegate.store import db
 from citegate.store.sizing import GB, MB, Machine, SettingState, sized_settings
 
 
@@ -30,3 +31,16 @@ def test_a_setting_compares_by_size_not_by_spelling() -> None:
     assert SettingState("shared_buffers", "1.5GB", "1536MB", False).ok
     assert SettingState("work_mem", "4MB", "96MB", False).ok is False
     assert SettingState("max_parallel_workers", "2", "2", False).ok
+
+
+def test_a_group_is_given_the_larger_graph_from_the_mark_on() -> None:
+    assert db.graph_for(db.LARGE_GROUP_ROWS - 1) == db.HnswGraph()
+    assert db.graph_for(db.LARGE_GROUP_ROWS) == db.LARGE_GRAPH
+    assert db.LARGE_GRAPH.covers(db.HnswGraph()) and not db.HnswGraph().covers(db.LARGE_GRAPH)
+    assert not db.HnswGraph(32, 64).covers(db.HnswGraph(16, 128))  # both parameters count
+
+
+def test_an_index_graph_is_read_back_from_its_storage_options() -> None:
+    assert db.HnswGraph.from_options(None) == db.HnswGraph()
+    assert db.HnswGraph.from_options(["m=32", "ef_construction=128"]) == db.HnswGraph(32, 128)
+    assert db.HnswGraph.from_options(["m=24"]) == db.HnswGraph(24, 64)

@@ -11,7 +11,7 @@ import psycopg
 from citegate.core.errors import ConfigError
 from citegate.core.inputs import MAX_SOURCE_MB, check_name
 from citegate.models.embed import default_embedder
-from citegate.store import sizing
+from citegate.store import db, sizing
 from citegate.store.db import connect, database_url, mask_url, server_facts
 from citegate.store.ingest import demo_readers, ingest_corpus
 from citegate.store.tables import counts
@@ -67,6 +67,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         _print_sizing(conn, external=bool(os.environ.get("DATABASE_URL")), apply=args.size_server)
         emb = default_embedder()
         print(f"embedder      {emb.id} (dim {emb.dim})")
+        _print_dense_index(conn, emb.id)
         rows = counts(conn)
     print(
         "fragments:"
@@ -92,6 +93,20 @@ def _print_sizing(conn: psycopg.Connection, *, external: bool, apply: bool) -> N
         print(f"  {st.name:<33} {st.current:<8} {mark}")
     if external and not apply and not all(s.ok for s in sizing.states(conn, wanted)):
         print("  (DATABASE_URL: left as it is; `citegate doctor --size-server` applies the sizing)")
+
+
+def _print_dense_index(conn: psycopg.Connection, embedder_id: str) -> None:
+    """Each kind group's HNSW graph beside the one its rows call for (`db.graph_for`: a larger
+    one from `db.LARGE_GROUP_ROWS` vectors), and the session's dense-lane settings."""
+    have = db.hnsw_graphs(conn, embedder_id)
+    print(f"dense index   a group of {db.LARGE_GROUP_ROWS:,}+ vectors: {db.LARGE_GRAPH.label}")
+    for group, n in db.group_rows(conn, embedder_id).items():
+        name = db.hnsw_index_name(embedder_id, group)
+        graph, wanted = db.HnswGraph.from_options(have.get(name)), db.graph_for(n)
+        mark = "ok" if graph.covers(wanted) else f"the next ingest builds {wanted.label}"
+        print(f"  {group:<12} {n:>9,} rows  {graph.label:<12} {mark}")
+    settings = db.search_settings(conn)
+    print("  " + ", ".join(f"{k} {v}" for k, v in settings.items()))
 
 
 def register(sub: argparse._SubParsersAction) -> None:

