@@ -60,11 +60,18 @@ from citegate.research.bench import (
     read_questions,
     session_settings,
 )
+from citegate.research.scale_lexical import (
+    CORPUS,
+    K,
+    lexical_top,
+    measure_bm25,
+    measure_lexical_tiers,
+    measure_text_lanes,
+)
+from citegate.research.scale_lexical import pct as _pct
 from citegate.store import bm25, db
 from citegate.store.tables import refresh_lexemes
 
-K = 16
-CORPUS = "scale"
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 DEFAULT_GROUPS = ("transcripts", "verses", "library")  # 3%, 78% and 19% of the rows
 SWEEP_EF = (40, 80, 160, 200)  # 200: what db.connect sets today
@@ -250,12 +257,6 @@ def _cos_gap(ann: Sequence[lanes.LaneHit], exact: Sequence[lanes.LaneHit]) -> fl
     return float(np.mean([h.lane_score for h in exact]) - np.mean(got))
 
 
-def _pct(seconds: Sequence[float]) -> dict[str, float]:
-    ms = np.asarray(seconds, dtype=float) * 1000.0
-    p50, p95 = np.percentile(ms, [50, 95]) if len(ms) else (math.nan, math.nan)
-    return {"p50_ms": float(p50), "p95_ms": float(p95)}
-
-
 def _ann_pass(
     conn: psycopg.Connection,
     qvecs: np.ndarray,
@@ -380,90 +381,6 @@ def measure_graphs(
         }
         print(f"scale bench: graph {graph.label} built in {built:.1f} s and swept", flush=True)
     return out
-
-
-def measure_text_lanes(
-    conn: psycopg.Connection, questions: Sequence[str], eid: str
-) -> dict[str, dict[str, float]]:
-    """p50/p95 of the lexical and address lanes, one call each per question at depth K."""
-    calls = {
-        "lexical": lambda q: lanes.lexical(conn, q, eid, [CORPUS], K),
-        "address": lambda q: lanes.address(conn, q, eid, [CORPUS], K),
-    }
-    out = {}
-    for name, fn in calls.items():
-        fn(questions[0])  # warm-up
-        seconds = []
-        for q in questions:
-            clock = time.perf_counter()
-            fn(q)
-            seconds.append(time.perf_counter() - clock)
-        out[name] = _pct(seconds)
-    return out
-
-
-def lexical_top(conn: psycopg.Connection, questions: Sequence[str], eid: str) -> dict:
-    """Each question's top K of the PostgreSQL lexical lane without a budget (the reference)."""
-    return {q: {h.fragment_id for h in lanes.lexical(conn, q, eid, [CORPUS], K)} for q in questions}
-
-
-def _overlap(full: set[int], got: Sequence[lanes.LaneHit]) -> float | None:
-    """The share of the reference top K that a ranker also returns (None: no reference hits)."""
-    return len(full & {h.fragment_id for h in got}) / len(full) if full else None
-
-
-def measure_lexical_tiers(
-    conn: psycopg.Connection,
-    questions: Sequence[str],
-    eid: str,
-    budgets: Sequence[int],
-    full: dict[str, set[int]],
-) -> dict[str, dict[str, float]]:
-    """Per budget: the lexical lane's p50/p95 at depth K, its overlap@K with the lane without a
-    budget (`full`: the share of that lane's top K it also returns) and the postings its tiers
-    rank."""
-    out = {}
-    for budget in budgets:
-        lanes.lexical(conn, questions[0], eid, [CORPUS], K, budget)  # warm-up
-        seconds, overlap, postings = [], [], []
-        for q in questions:
-            clock = time.perf_counter()
-            got = lanes.lexical(conn, q, eid, [CORPUS], K, budget)
-            seconds.append(time.perf_counter() - clock)
-            if (o := _overlap(full[q], got)) is not None:
-                overlap.append(o)
-            (tier,) = lanes.lexical_tiers(conn, [q], [K], eid, [CORPUS], budget)
-            postings.append(tier.postings)
-        out[str(budget)] = {
-            **_pct(seconds),
-            "overlap_at_16": float(np.mean(overlap)) if overlap else math.nan,
-            "postings_mean": float(np.mean(postings)),
-        }
-    return out
-
-
-def measure_bm25(
-    conn: psycopg.Connection, questions: Sequence[str], eid: str, full: dict[str, set[int]]
-) -> dict[str, float]:
-    """The BM25 backend: its index build (what an ingest would add), the lane's p50/p95 at depth
-    K and its overlap@K with the PostgreSQL lane without a budget (`full`)."""
-    built = bm25.build(conn, eid, [CORPUS])
-    lanes.lexical(conn, questions[0], eid, [CORPUS], K, backend="bm25")  # warm-up
-    seconds, overlap = [], []
-    for q in questions:
-        clock = time.perf_counter()
-        got = lanes.lexical(conn, q, eid, [CORPUS], K, backend="bm25")
-        seconds.append(time.perf_counter() - clock)
-        if (o := _overlap(full[q], got)) is not None:
-            overlap.append(o)
-    size = sum(f.stat().st_size for f in (bm25.index_root() / built.key).rglob("*") if f.is_file())
-    return {
-        **_pct(seconds),
-        "build_s": built.seconds,
-        "index_mb": size / 1e6,
-        "overlap_at_16": float(np.mean(overlap)) if overlap else math.nan,
-        "key": built.key,
-    }
 
 
 class QueryVectors:
