@@ -63,7 +63,6 @@ from citegate.research.bench import (
 from citegate.research.scale_lexical import (
     CORPUS,
     K,
-    lexical_top,
     measure_bm25,
     measure_lexical_tiers,
     measure_text_lanes,
@@ -471,9 +470,8 @@ def run(s: ScaleSettings, tmp_root: Path | None = None) -> dict[str, Any]:
                 res.groups[g], exacts[g] = measure_group(conn, qvecs, eid, g)
             res.sweep = measure_sweep(conn, qvecs, eid, exacts, s)
             res.halfvec = measure_halfvec(conn, qvecs, eid, exacts) if s.halfvec else {}
-            res.text_lanes = measure_text_lanes(conn, questions, eid)
+            res.text_lanes, full = measure_text_lanes(conn, questions, eid)
             res.retrieve = measure_retrieve(conn, asked, QueryVectors(eid, table))
-            full = lexical_top(conn, questions, eid) if s.lexical_budgets or s.bm25 else {}
             vectors = QueryVectors(eid, table)
             if s.lexical_budgets:
                 res.lexical_tiers = measure_lexical_tiers(

@@ -282,6 +282,7 @@ class HnswGraph:
 LARGE_GROUP_ROWS = 50_000
 LARGE_GRAPH = HnswGraph(32, 128)
 LARGE_EF_SEARCH = 800
+GROUP_INDEXES = r"fragments\_hnsw\_%"  # LIKE pattern of every group index's name
 
 
 def ensure_embedder(
@@ -380,21 +381,28 @@ def fit_graphs(conn: psycopg.Connection, embedder_id: str, dim: int) -> dict[str
 
 def _index_graphs(conn: psycopg.Connection) -> dict[str, HnswGraph]:
     """Every group index in the database (any embedder) -> the graph it was built with."""
-    rows = conn.execute(
-        "SELECT c.relname, c.reloptions FROM pg_class c JOIN pg_am a ON a.oid = c.relam "
-        "WHERE c.relkind = 'i' AND a.amname = 'hnsw' AND c.relname LIKE 'fragments\\_hnsw\\_%%'"
-    ).fetchall()
-    return {name: HnswGraph.from_options(opts) for name, opts in rows}
+    return {name: HnswGraph.from_options(opts) for name, opts in _index_options(conn).items()}
 
 
 def hnsw_graphs(conn: psycopg.Connection, embedder_id: str) -> dict[str, list[str]]:
     """The embedder's group indexes built with other than pgvector's defaults: index name ->
     its storage options (`m=32`, ...); empty when every index is a default graph."""
+    opts = _index_options(conn, hnsw_index_names(embedder_id))
+    return {name: sorted(o) for name, o in opts.items() if o is not None}
+
+
+def _index_options(
+    conn: psycopg.Connection, names: Sequence[str] | None = None
+) -> dict[str, list[str] | None]:
+    """The HNSW group indexes (`names`, or every `fragments_hnsw_*` one) -> their `reloptions`
+    (None: built with pgvector's defaults)."""
+    where, arg = ("= ANY(%s)", list(names)) if names is not None else ("LIKE %s", GROUP_INDEXES)
     rows = conn.execute(
-        "SELECT relname, reloptions FROM pg_class WHERE relname = ANY(%s) AND reloptions IS NOT NULL",
-        (hnsw_index_names(embedder_id),),
+        "SELECT c.relname, c.reloptions FROM pg_class c JOIN pg_am a ON a.oid = c.relam "
+        f"WHERE c.relkind = 'i' AND a.amname = 'hnsw' AND c.relname {where}",
+        (arg,),
     ).fetchall()
-    return {name: sorted(opts) for name, opts in rows}
+    return dict(rows)
 
 
 def server_facts(conn: psycopg.Connection) -> dict[str, str]:
