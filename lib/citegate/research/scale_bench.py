@@ -73,7 +73,8 @@ from citegate.store.tables import refresh_lexemes
 
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 DEFAULT_GROUPS = ("transcripts", "verses", "library")  # 3%, 78% and 19% of the rows
-SWEEP_EF = (40, 80, 160, 200)  # 200: what db.connect sets today
+# 200: db.connect's ef_search below db.LARGE_GROUP_ROWS; 1000: above it (db.LARGE_EF_SEARCH)
+SWEEP_EF = (40, 80, 160, 200, 400, 800, 1000)
 SWEEP_ITERATIVE = ("off", "relaxed_order", "strict_order")
 COPY_COLUMNS = (
     "frag_key, corpus, kind, source_id, track_id, start_ms, end_ms, book, loc_token, "
