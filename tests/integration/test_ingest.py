@@ -225,6 +225,11 @@ def _graphs(conn: psycopg.Connection) -> dict[str, list[str] | None]:
     return dict(rows)
 
 
+def _options(graph: db.HnswGraph) -> list[str]:
+    """An index's `reloptions` as PostgreSQL stores them for `graph`."""
+    return [f"m={graph.m}", f"ef_construction={graph.ef_construction}"]
+
+
 def test_a_group_that_outgrows_the_mark_gets_the_larger_graph_and_ef_search(
     fresh_db: str, embedder: CachedEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -238,7 +243,7 @@ def test_a_group_that_outgrows_the_mark_gets_the_larger_graph_and_ef_search(
         ingest_corpus(conn, str(src), embedder, corpus="docs", progress=False)
         library = db.hnsw_index_name(embedder.id, "library")
         graphs = _graphs(conn)
-        assert graphs[library] == ["m=32", "ef_construction=128"]
+        assert graphs[library] == _options(db.LARGE_GRAPH)
         assert all(graphs[n] is None for n in db.hnsw_index_names(embedder.id) if n != library)
         assert f"{library}_new" not in graphs
         # the open connection keeps its settings until asked; a new one is sized by itself
@@ -256,7 +261,7 @@ def test_a_group_that_outgrows_the_mark_gets_the_larger_graph_and_ef_search(
         # never shrunk, never rebuilt twice: nothing to do at the same size or below the mark
         monkeypatch.setattr(db, "LARGE_GROUP_ROWS", 1000)
         assert db.fit_graphs(conn, embedder.id, embedder.dim) == {}
-        assert _graphs(conn)[library] == ["m=32", "ef_construction=128"]
+        assert _graphs(conn)[library] == _options(db.LARGE_GRAPH)
 
 
 def lanes_dense(conn: psycopg.Connection, vec: np.ndarray, eid: str) -> list[int]:

@@ -274,16 +274,16 @@ class HnswGraph:
 # one is searched at LARGE_EF_SEARCH (`fit_graphs`, `search_settings`). Measured by `citegate
 # bench-scale` on the mixtures corpus (2 cores; recall@16 of transcripts / verses / library
 # against exact search): pgvector's default m16/efc64 gives 1.000 / 0.939 / 0.994 at 100k
-# fragments (verses: 78k vectors) at ef 200 and 0.998 / 0.840 / 0.960 at 1M even at ef 800;
-# m32/efc128 gives 1.000 / 0.984 / 0.996 at 100k (ef 200) and, at 1M, 1.000 / 0.958 / 1.000 at
-# ef 800 in one build (2026-12-03, `--graphs 32:128`, HNSW forced; build 901 s vs 218 s) and
-# 0.994 / 0.944 / 0.976 in another (2026-12-04, `make bench-scale`, as planned; verses p50 49 ms):
-# HNSW graphs are random, so ef 800 sits at the goal's edge; 1000 is the most pgvector allows
-# (its cost and recall beside 800: the bench's sweep). At 10k (7.8k verses) the default graph is already at >= 0.999.
-# Below the mark nothing changes, so every demo corpus keeps the default graph, ef_search 200
-# and its trace keys.
+# fragments (verses: 78k vectors) at ef 200 and 0.998 / 0.840 / 0.960 at 1M even at ef 800.
+# m32/efc128 gives 1.000 / 0.984 / 0.996 at 100k (ef 200), but at 1M and ef 1000 three fresh
+# builds gave verses 0.944 (ef 800) / 0.959 / 0.965 and library 0.976 / 0.936 / 1.000: HNSW
+# graphs are random and efc128 sits on the goal's edge. m32/efc256 gave 1.000 / 0.985 / 1.000
+# at ef 1000 (2026-12-04, `--graphs 32:256`; build 1,136 s vs 545 s for efc128). ef_search is
+# already pgvector's largest, so what is left to buy is the graph's quality.
+# At 10k (7.8k verses) the default graph is already at >= 0.999. Below the mark nothing
+# changes, so every demo corpus keeps the default graph, ef_search 200 and its trace keys.
 LARGE_GROUP_ROWS = 50_000
-LARGE_GRAPH = HnswGraph(32, 128)
+LARGE_GRAPH = HnswGraph(32, 256)
 LARGE_EF_SEARCH = 1000  # pgvector's largest ef_search
 GROUP_INDEXES = r"fragments\_hnsw\_%"  # LIKE pattern of every group index's name
 
