@@ -355,6 +355,19 @@ def test_doctor_never_prints_a_password(
     assert "password=***" in out and "hunter2" not in out
 
 
+def test_doctor_says_when_the_production_lexical_lane_is_slow_for_its_corpora(
+    fresh_db: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DATABASE_URL", fresh_db)
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "lexical lane  production: postgres, unbudgeted, over 0 fragments" in out
+    assert "warning:" not in out
+    monkeypatch.setattr(lanes, "SLOW_LEXICAL_ROWS", 0)  # any size is "large" now
+    assert main(["doctor"]) == 0
+    assert "  warning: the unbudgeted PostgreSQL lane ranks every match" in capsys.readouterr().out
+
+
 def test_an_unreachable_database_is_a_one_line_error(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

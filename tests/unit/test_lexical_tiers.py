@@ -7,6 +7,7 @@ import pytest
 
 from citegate.core.config import PipelineConfig, collection_mismatch
 from citegate.core.errors import ConfigError
+from citegate.pipeline import lanes
 from citegate.pipeline.lanes import LexicalTier, choose_tier, tsquery_text
 
 TERMS = [
@@ -63,3 +64,14 @@ def test_the_budget_is_a_collection_setting_absent_at_zero() -> None:
     }
     with pytest.raises(ConfigError, match="lexical_budget"):
         PipelineConfig(lexical_budget=-1)
+
+
+def test_the_advice_names_the_unbudgeted_postgres_lane_only_from_the_mark() -> None:
+    mark = lanes.SLOW_LEXICAL_ROWS
+    assert lanes.lexical_advice("postgres", 0, mark - 1) is None
+    advice = lanes.lexical_advice("postgres", 0, mark)
+    assert advice is not None and f"{mark:,} fragments" in advice and "bm25" in advice
+    assert "re-fit the gate" in advice  # the switch changes the gate's signals
+    # a budget or BM25 already bounds the lane's cost at any size
+    assert lanes.lexical_advice("postgres", 1024, 10 * mark) is None
+    assert lanes.lexical_advice("bm25", 0, 10 * mark) is None

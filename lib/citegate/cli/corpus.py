@@ -8,9 +8,11 @@ from collections.abc import Sequence
 
 import psycopg
 
+from citegate.core.config import production
 from citegate.core.errors import ConfigError
 from citegate.core.inputs import MAX_SOURCE_MB, check_name
 from citegate.models.embed import default_embedder
+from citegate.pipeline.lanes import lexical_advice
 from citegate.store import db, sizing
 from citegate.store.db import connect, database_url, mask_url, server_facts
 from citegate.store.ingest import demo_readers, ingest_corpus
@@ -76,7 +78,26 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     )
     for eid, corpus, kind, n in rows:
         print(f"  {corpus:<10} {kind:<17} {n:>6}  {eid}")
+    _print_lexical_lane(rows)
     return 0
+
+
+def _print_lexical_lane(rows: Sequence[tuple[str, str, str, int]]) -> None:
+    """The production config's lexical backend over the fragments it searches, with what to
+    change when that backend is slow at this size (`lanes.lexical_advice`)."""
+    try:
+        cfg = production()
+    except ConfigError as e:
+        print(f"lexical lane  production config unreadable: {e}")
+        return
+    n = sum(c for eid, corpus, _, c in rows if eid == cfg.embedder and corpus in cfg.corpora)
+    budget = f"budget {cfg.lexical_budget:,}" if cfg.lexical_budget else "unbudgeted"
+    print(
+        f"lexical lane  production: {cfg.lexical_backend}, {budget}, over {n:,} fragments "
+        f"of {', '.join(cfg.corpora)}"
+    )
+    advice = lexical_advice(cfg.lexical_backend, cfg.lexical_budget, n)
+    print(f"  warning: {advice}" if advice else "  ok")
 
 
 def _print_sizing(conn: psycopg.Connection, *, external: bool, apply: bool) -> None:

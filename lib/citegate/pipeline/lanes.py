@@ -237,6 +237,27 @@ def _romanised_words(text: str) -> list[str]:
     return out
 
 
+# A searched set of this many fragments or more makes the unbudgeted PostgreSQL lane slow:
+# `citegate bench-scale` (2 cores, mixtures corpus) measured a full retrieve at p50 336 ms / p95
+# 999 ms at 100k fragments and 2.8 s / 10.8 s at 1M, against 62 / 73 ms and 165 / 194 ms with
+# `lexical_backend: bm25`. The backend is not switched by size the way the dense graph is: the
+# lane feeds the gate's signals, so a switch needs the gate re-fit on its traces; `citegate
+# doctor` says so instead (`lexical_advice`).
+SLOW_LEXICAL_ROWS = 100_000
+
+
+def lexical_advice(backend: str, budget: int, rows: int) -> str | None:
+    """What a user should change about the lexical lane for a searched set of `rows` fragments,
+    or None when the lane is fit for it (BM25 or a budget at any size; PostgreSQL below the mark)."""
+    if backend != "postgres" or budget or rows < SLOW_LEXICAL_ROWS:
+        return None
+    return (
+        f"the unbudgeted PostgreSQL lane ranks every match: at {rows:,} fragments expect a "
+        f"retrieve above 300 ms (bench-scale, 2 cores: p50 336 ms at 100k, 2.8 s at 1M); set "
+        "`lexical_backend: bm25` (165 ms at 1M) and re-fit the gate on its traces"
+    )
+
+
 def lexical(
     conn: psycopg.Connection,
     text: str,
