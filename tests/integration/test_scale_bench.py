@@ -131,6 +131,12 @@ def test_toy_scale_bench_reports_finite_numbers(
         assert 0.0 < nn["p1"] <= nn["p50"] <= nn["p99"] <= 1.0 + 1e-6, nn
     text = scale_report.render(rep)
     assert "NOT RUN: 1,000,000 fragments" in text and "ef_search x iterative_scan" in text
+    # the goals are judged from the numbers: no 1M here, so its latency goals are not measured
+    assert (
+        "| lexical lane p50 / p95 | <= 50 / 200 ms | any | 1,000,000 fragments not run | not measured |"
+        in text
+    )
+    assert "| dense recall@16 vs exact | >= 0.95 every group, every size | dense | lowest " in text
     assert "| real gita | " in text and "| synthetic | 2,000 | " in text
     assert "Lexical lane with a budget" in text and "| 2,000 | 8,192 |" in text
     assert "| 2,000 | BM25 | " in text and "| 2,000 | BM25 again | " in text

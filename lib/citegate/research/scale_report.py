@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from citegate.research import scale_corpus
+from citegate.research import scale_corpus, scale_goals
 
 
 def render(rep: dict[str, Any]) -> str:
@@ -42,6 +42,7 @@ def render(rep: dict[str, Any]) -> str:
             f"({rep['slopes']['build_s']:.2f}): {sec:.0f} s"
         )
     more = [
+        *scale_goals.goal_lines(rep),
         *_nn_lines(rep),
         *_lanes_lines(rep),
         *_tier_lines(rep),
@@ -251,21 +252,53 @@ def write(rep: dict[str, Any], out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     js, png = out_dir / "scale.json", out_dir / "scale.png"
     js.write_text(json.dumps(rep, indent=2, default=float) + "\n", encoding="utf-8")
-    sizes = [r["size"] for r in rep["sizes"]]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
-    for g in rep["settings"]["groups"]:
-        ax1.plot(sizes, [r["groups"][g]["p50_ms"] for r in rep["sizes"]], "o-", label=f"{g} p50")
-        ax1.plot(sizes, [r["groups"][g]["p95_ms"] for r in rep["sizes"]], "x--", label=f"{g} p95")
-        ax2.plot(sizes, [r["groups"][g]["recall_at_16"] for r in rep["sizes"]], "o-", label=g)
-    ax1.set(xscale="log", yscale="log", xlabel="fragments", ylabel="dense lane ms")
-    ax2.set(xscale="log", xlabel="fragments", ylabel="recall@16 vs exact", ylim=(0, 1.02))
-    for ax in (ax1, ax2):
-        ax.legend()
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    _plot_dense(axes[0], rep)
+    _plot_retrieve(axes[1], rep)
+    _plot_recall(axes[2], rep)
+    for ax in axes:
+        ax.legend(fontsize=8)
         ax.grid(True, alpha=0.3)
     fig.tight_layout()
     fig.savefig(png, dpi=110)
     plt.close(fig)
     return [js, png]
+
+
+def _plot_dense(ax: Any, rep: dict[str, Any]) -> None:
+    """Dense lane p50 and p95 per group against size."""
+    sizes = [r["size"] for r in rep["sizes"]]
+    for g in rep["settings"]["groups"]:
+        ax.plot(sizes, [r["groups"][g]["p50_ms"] for r in rep["sizes"]], "o-", label=f"{g} p50")
+        ax.plot(sizes, [r["groups"][g]["p95_ms"] for r in rep["sizes"]], "x--", label=f"{g} p95")
+    ax.set(xscale="log", yscale="log", xlabel="fragments", ylabel="dense lane ms")
+
+
+def _plot_retrieve(ax: Any, rep: dict[str, Any]) -> None:
+    """A full retrieve's p50 per lexical lane against size, beside the p50 goal."""
+    budgets = rep["settings"].get("lexical_budgets") or []
+    lanes = [("PostgreSQL, no budget", "retrieve")]
+    lanes += [(f"budget {budgets[0]:,}", "retrieve_tiered")] if budgets else []
+    lanes += [("BM25", "retrieve_bm25")]
+    for label, key in lanes:
+        pts = [(r["size"], r[key]["total"]["p50_ms"]) for r in rep["sizes"] if r.get(key)]
+        if pts:
+            ax.plot(*zip(*pts, strict=True), "o-", label=f"{label} p50")
+    ax.axhline(scale_goals.RETRIEVE_MS[0], color="grey", ls=":", label="goal p50 at 1M")
+    ax.set(xscale="log", yscale="log", xlabel="fragments", ylabel="full retrieve ms")
+
+
+def _plot_recall(ax: Any, rep: dict[str, Any]) -> None:
+    """recall@16 per group against size, zoomed so the goal line and the misses stay readable."""
+    sizes = [r["size"] for r in rep["sizes"]]
+    lows = [scale_goals.DENSE_RECALL]
+    for g in rep["settings"]["groups"]:
+        recall = [r["groups"][g]["recall_at_16"] for r in rep["sizes"]]
+        lows += recall
+        ax.plot(sizes, recall, "o-", label=g)
+    ax.axhline(scale_goals.DENSE_RECALL, color="grey", ls=":", label="goal")
+    ax.set(xscale="log", xlabel="fragments", ylabel="recall@16 vs exact")
+    ax.set_ylim(min(lows) - 0.02, 1.005)
 
 
 __all__ = ["render", "write"]
