@@ -44,6 +44,32 @@ def _timed(goal: str, limits: tuple[float, float], lane: str, m: Timing | None) 
     return GoalCheck(goal, target, lane, f"{m['p50_ms']:.1f} / {m['p95_ms']:.1f} ms", met)
 
 
+def lane_timings(
+    rep: dict[str, Any], at: dict[str, Any]
+) -> list[tuple[str, Timing | None, Timing | None]]:
+    """(lane, lexical lane timing, full retrieve timing) for each lexical lane the bench measured
+    at one size: the unbudgeted PostgreSQL lane, the first budget, BM25 (None: not measured)."""
+    budgets = rep["settings"].get("lexical_budgets") or []
+    out = [
+        (
+            "PostgreSQL, no budget (production)",
+            (at.get("text_lanes") or {}).get("lexical"),
+            (at.get("retrieve") or {}).get("total"),
+        )
+    ]
+    if budgets:
+        out.append(
+            (
+                f"PostgreSQL, budget {int(budgets[0]):,}",
+                (at.get("lexical_tiers") or {}).get(str(budgets[0])),
+                (at.get("retrieve_tiered") or {}).get("total"),
+            )
+        )
+    if at.get("bm25"):
+        out.append(("BM25", at["bm25"], (at.get("retrieve_bm25") or {}).get("total")))
+    return out
+
+
 def latency_checks(rep: dict[str, Any]) -> list[GoalCheck]:
     """The lexical-lane and full-retrieve goals at GOAL_SIZE, one row per lane measured there."""
     at = next((r for r in rep["sizes"] if r["size"] == GOAL_SIZE), None)
@@ -55,25 +81,7 @@ def latency_checks(rep: dict[str, Any]) -> list[GoalCheck]:
                 ("full retrieve p50 / p95", RETRIEVE_MS),
             )
         ]
-    budgets = rep["settings"].get("lexical_budgets") or []
-    first = str(budgets[0]) if budgets else None
-    lanes: list[tuple[str, Timing | None, Timing | None]] = [
-        (
-            "PostgreSQL, no budget (production)",
-            (at.get("text_lanes") or {}).get("lexical"),
-            (at.get("retrieve") or {}).get("total"),
-        )
-    ]
-    if first is not None:
-        lanes.append(
-            (
-                f"PostgreSQL, budget {int(first):,}",
-                (at.get("lexical_tiers") or {}).get(first),
-                (at.get("retrieve_tiered") or {}).get("total"),
-            )
-        )
-    if at.get("bm25"):
-        lanes.append(("BM25", at["bm25"], (at.get("retrieve_bm25") or {}).get("total")))
+    lanes = lane_timings(rep, at)
     out = [_timed("lexical lane p50 / p95", LEXICAL_MS, lane, lex) for lane, lex, _ in lanes]
     out += [_timed("full retrieve p50 / p95", RETRIEVE_MS, lane, ret) for lane, _, ret in lanes]
     return out
@@ -115,6 +123,7 @@ __all__ = [
     "GoalCheck",
     "checks",
     "goal_lines",
+    "lane_timings",
     "latency_checks",
     "recall_check",
 ]

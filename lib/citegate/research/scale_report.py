@@ -276,14 +276,13 @@ def _plot_dense(ax: Any, rep: dict[str, Any]) -> None:
 
 def _plot_retrieve(ax: Any, rep: dict[str, Any]) -> None:
     """A full retrieve's p50 per lexical lane against size, beside the p50 goal."""
-    budgets = rep["settings"].get("lexical_budgets") or []
-    lanes = [("PostgreSQL, no budget", "retrieve")]
-    lanes += [(f"budget {budgets[0]:,}", "retrieve_tiered")] if budgets else []
-    lanes += [("BM25", "retrieve_bm25")]
-    for label, key in lanes:
-        pts = [(r["size"], r[key]["total"]["p50_ms"]) for r in rep["sizes"] if r.get(key)]
-        if pts:
-            ax.plot(*zip(*pts, strict=True), "o-", label=f"{label} p50")
+    points: dict[str, list[tuple[int, float]]] = {}
+    for r in rep["sizes"]:
+        for lane, _, whole in scale_goals.lane_timings(rep, r):
+            if whole is not None:
+                points.setdefault(lane, []).append((r["size"], whole["p50_ms"]))
+    for lane, pts in points.items():
+        ax.plot(*zip(*pts, strict=True), "o-", label=f"{lane} p50")
     ax.axhline(scale_goals.RETRIEVE_MS[0], color="grey", ls=":", label="goal p50 at 1M")
     ax.set(xscale="log", yscale="log", xlabel="fragments", ylabel="full retrieve ms")
 
