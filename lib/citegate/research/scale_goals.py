@@ -107,7 +107,7 @@ def checks(rep: dict[str, Any]) -> list[GoalCheck]:
 
 def goal_lines(rep: dict[str, Any]) -> list[str]:
     """The goals as a Markdown table for `scale_report.render`."""
-    lines = ["", "Goals (issue 24; latency at 1,000,000 fragments)", ""]
+    lines = ["", f"Goals (issue 24; latency at {GOAL_SIZE:,} fragments)", ""]
     lines += ["| goal | target | lane | measured | met |", "|---|---|---|---|---|"]
     for c in checks(rep):
         met = "not measured" if c.met is None else "yes" if c.met else "**no**"
