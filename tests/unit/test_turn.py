@@ -14,11 +14,14 @@ from llm_stub import DOWN, Stub, reply, stub_server
 
 from citegate.core.config import PipelineConfig
 from citegate.core.types import Candidate, RetrievalResult
+from citegate.models.embed import default_embedder
 from citegate.models.llm import ChatClient
 from citegate.pipeline import fallback as F
 from citegate.pipeline import turn as T
 
 EN = F.DISCLAIMERS["en"]
+OUTLINE = PipelineConfig(composer="outline")
+EMB = default_embedder()  # the claim check's scorer  # these tests follow the outline planner's branches
 
 
 def client_for(stub: Stub, tmp_path: Path) -> ChatClient:
@@ -55,7 +58,7 @@ def turn(
     monkeypatch.setattr(T, "retrieve", fake)
     with stub_server(replies) as stub:
         client = client_for(stub, tmp_path)
-        t = T.answer_turn(None, question, cfg or PipelineConfig(), None, None, client, **kw)  # type: ignore[arg-type]
+        t = T.answer_turn(None, question, cfg or OUTLINE, EMB, None, client, **kw)  # type: ignore[arg-type]
     return t, [r["body"] for r in stub.requests], client
 
 
@@ -189,7 +192,7 @@ def test_a_server_that_dies_mid_turn_is_a_model_error(
         client = ChatClient(
             "stub-model", stub.base_url, cache_path=tmp_path / "c.sqlite", max_retries=0
         )
-        t = T.answer_turn(None, "Who doubts?", PipelineConfig(), None, None, client)  # type: ignore[arg-type]
+        t = T.answer_turn(None, "Who doubts?", OUTLINE, None, None, client)  # type: ignore[arg-type]
     assert t.outline_status == "ok" and t.theses == ()  # the planner answered: nothing supports it
     assert t.branch == "error" and "Connection" in t.model_error  # then the fallback's server died
     assert t.model_error.startswith("fallback:")

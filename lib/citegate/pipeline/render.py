@@ -134,16 +134,15 @@ def to_json(res: RetrievalResult, show_trace: bool = False) -> str:
 
 
 def render_turn(turn: Turn) -> str:
-    """The branch taken (grounded / fallback / decline), why, what the user is shown, the
-    painted disclaimer, probes, admitted citations and model usage."""
+    """The branch taken (grounded / fallback / decline), why, the composer, what the user is
+    shown, the painted disclaimer, probes, admitted citations, model usage and the claim check."""
     if turn.model_error:
         why = f"  ({turn.reason})"
     else:
         why = f"  (corpus insufficient: {turn.reason})" if turn.corpus_insufficient else ""
-    lines = [
-        f"branch: {turn.branch}{why}",
-        f"outline: {len(turn.theses)} theses ({turn.outline_status})",
-    ]
+    lines = [f"branch: {turn.branch}{why}", composer_line(turn)]
+    if turn.models:
+        lines.append("models: " + ", ".join(f"{r} {m}" for r, m in turn.models.items()))
     if turn.fallback is not None:
         fa = turn.fallback
         lines.append(f"fallback model: {fa.model}  variant {fa.variant}  parse {fa.status}")
@@ -160,11 +159,49 @@ def render_turn(turn: Turn) -> str:
         "{latency_s:.1f} s".format(**turn.usage)
     )
     lines += ["", turn.text]
+    if turn.check is not None:
+        lines += ["", *check_lines(turn)]
     return "\n".join(lines)
 
 
+def composer_line(turn: Turn) -> str:
+    """Which composer wrote the answer and how its call went."""
+    if turn.composer == "outline" or (not turn.composer and turn.outline_status):
+        return f"composer: outline, {len(turn.theses)} theses ({turn.outline_status})"
+    status = turn.composed_status or turn.outline_status or "not run"
+    abstained = f", abstained ({turn.abstained})" if turn.abstained else ""
+    return f"composer: {turn.composer or '-'} ({status}){abstained}"
+
+
+def check_lines(turn: Turn) -> list[str]:
+    """The claim check for a person: totals, each claim's verdict and score, removed claims,
+    and the notes offered but cited by no claim (dimmed: retrieved, not used)."""
+    check = turn.check
+    assert check is not None
+    c = check.counts
+    lines = [
+        f"claim check: {len(check.verdicts)} claims: {c.get('supported', 0)} supported, "
+        f"{c.get('unsupported', 0)} unsupported, {c.get('uncited', 0)} uncited, "
+        f"{c.get('fabricated', 0)} fabricated ({c.get('fabricated_markers', 0)} never-offered "
+        f"markers); support >= {check.threshold:.4f} ({check.scorer}); policy {check.policy}; "
+        f"{check.elapsed_ms:.0f} ms"
+    ]
+    labels = {str(n): where(n_c) for n, n_c in enumerate(turn.admitted or turn.notes, 1)}
+    for n, v in enumerate(check.verdicts, 1):
+        score = "-" if v.score is None else f"{v.score:.3f}"
+        cited = ", ".join(labels.get(k, k) for k in v.cited) or "-"
+        gone = "  (removed)" if v in check.removed else ""
+        fab = f"  never offered: {', '.join(v.fabricated)}" if v.fabricated else ""
+        lines.append(f"  {n}. {v.status:<11} score={score}  cites {cited}{fab}{gone}")
+        lines.append(f"     {v.text[:120]}")
+    if check.uncited_notes:
+        unused = ", ".join(f"[{k}] {labels.get(k, k)}" for k in check.uncited_notes)
+        lines.append(f"retrieved, not cited: {unused}")
+    return lines
+
+
 def turn_dict(turn: Turn) -> dict[str, object]:
-    """Machine-readable fallback part of a turn."""
+    """Machine-readable turn: branch, composer, the claim check and the fallback part."""
     fa = turn.fallback
     return {
         "branch": turn.branch,
@@ -173,6 +210,12 @@ def turn_dict(turn: Turn) -> dict[str, object]:
         "model_error": turn.model_error,
         "theses": list(turn.theses),
         "outline_status": turn.outline_status,
+        "composer": turn.composer,
+        "composed": turn.composed,
+        "composed_status": turn.composed_status,
+        "abstained": turn.abstained,
+        "models": dict(turn.models),
+        "check": None if turn.check is None else turn.check.to_dict(),
         "text": turn.text,
         "disclaimer": turn.disclaimer,
         "probes": list(turn.probes),

@@ -1,5 +1,12 @@
-"""One turn: a question through retrieval, the coverage gate, the outline planner and, when the
-corpus is insufficient, the corpus fallback (`fallback`) or "I don't know".
+"""One turn: a question through retrieval, the coverage gate, the composer, the claim check and,
+when the corpus is insufficient, the corpus fallback (`fallback`) or "I don't know".
+
+The composer (`PipelineConfig.composer`) writes the grounded answer from the numbered notes:
+`extractive` (the notes' own sentences, no model), `generative` (the closed-book composer on the
+composer role's model) or `outline` (the outline planner's theses). Every grounded answer then
+goes through the claim check (`claimcheck`): each claim against the notes it cites, verdicts kept
+on the turn and shown, the policy deciding whether an unsupported claim is flagged or removed.
+A composer that abstains, or an answer the check leaves empty, makes the corpus insufficient.
 
 A failed model call (server down, HTTP error) is model *error*, not model behaviour: the turn's
 branch is `error` and its reason `model error (...): ...`, never "corpus insufficient"; `citegate
@@ -20,20 +27,24 @@ from citegate.core.text import detect_language
 from citegate.core.types import Branch, CallStatus, Candidate, Decision, RetrievalResult, Status
 from citegate.models.embed import Embedder
 from citegate.models.llm import ChatClient
-from citegate.models.llm_server import LOCAL_MODEL_ID, LocalLlamaServer
 from citegate.models.rerank import Reranker
+from citegate.pipeline.claimcheck import AnswerCheck, check_answer, shown_text, support_scores
+from citegate.pipeline.compose import Composed, abstention, compose_closed_book
+from citegate.pipeline.extractive import MAX_NOTES, extract
 from citegate.pipeline.fallback import NOT_FOUND, FallbackAnswer, fallback_turn, supported
 from citegate.pipeline.llm_calls import DEFAULT_OPTIONS, CallOptions
 from citegate.pipeline.outline import Outline, outline_call
 from citegate.pipeline.plan import clean_question
 from citegate.pipeline.render import where
 from citegate.pipeline.retrieve import retrieve
+from citegate.pipeline.roles import RoleClients
 
 
 @dataclass
 class Turn:
     """One question through the whole flow. `branch`: grounded | fallback | decline | error
-    (a model call failed; `model_error` says which and why)."""
+    (a model call failed; `model_error` says which and why). `composed` is the composer's text
+    with bare note numbers; `check` the claim check of the answer shown (grounded or fallback)."""
 
     question: str
     lang: str
@@ -52,6 +63,12 @@ class Turn:
     usage: dict[str, float] = field(default_factory=dict)
     retrieval: RetrievalResult | None = None
     model_error: str = ""
+    composer: str = ""
+    composed: str = ""
+    composed_status: str = ""
+    abstained: str = ""  # "exact" | "inexact" when the composer abstained (`compose.abstention`)
+    check: AnswerCheck | None = None
+    models: dict[str, str] = field(default_factory=dict)
 
     def fail(self, stage: str, status: str) -> None:
         """Mark the turn as failed by a model call of `stage` (its `llm_error: ...` status)."""
@@ -60,31 +77,21 @@ class Turn:
         self.text = ""
 
 
-def grounded_text(
-    theses: Sequence[str], cited: Sequence[Sequence[int]], notes: Sequence[Candidate]
-) -> str:
-    """The grounded reply: one line per thesis with the addresses of the notes it cites."""
-    lines = []
-    for thesis, refs in zip(theses, cited, strict=True):
-        labels = ", ".join(where(notes[r - 1]) for r in refs)
-        lines.append(f"- {thesis} [{labels}]")
-    return "\n".join(lines)
+def note_labels(notes: Sequence[Candidate]) -> dict[str, str]:
+    """Note number (as the composer saw it) -> the address the server shows for it."""
+    return {str(n): where(c) for n, c in enumerate(notes, 1)}
 
 
 @contextmanager
 def chat_client(model: str | None = None) -> Iterator[ChatClient]:
-    """The fallback/planner model: a remote one from the environment when keys are set
+    """One chat model: a remote one from the environment when keys are set
     (`ChatClient.from_env`), else the bundled SmolLM2 on a local llama.cpp server (one thread)."""
-    remote = ChatClient.from_env(model)
-    if remote is not None:
-        yield remote
-        return
-    with LocalLlamaServer(n_threads=1) as url:
-        yield ChatClient(LOCAL_MODEL_ID, url)
+    with RoleClients(PipelineConfig(), model) as roles:
+        yield roles("fallback")
 
 
 def _usage_delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
-    """Usage counters spent between two snapshots of `client.usage.as_dict()`."""
+    """Usage counters spent between two snapshots of `RoleClients.usage()`."""
     return {k: after[k] - before.get(k, 0.0) for k in after}
 
 
@@ -94,44 +101,94 @@ def answer_turn(
     cfg: PipelineConfig,
     embedder: Embedder,
     reranker: Reranker,
-    client: ChatClient,
+    client: ChatClient | RoleClients,
     *,
     enable_fallback: bool | None = None,
     options: CallOptions = DEFAULT_OPTIONS,
 ) -> Turn:
-    """Retrieve, gate, outline; on `corpus_insufficient` take the fallback (if enabled, per call
-    or by `cfg.enable_corpus_fallback`) or say "I don't know". `options` go to both model calls.
-    A planner call that fails ends the turn as branch `error` (no fallback: the corpus was not
-    judged); so does a failed fallback call. `QuestionError` for an unusable question
-    (`clean_question`)."""
+    """Retrieve, gate, compose, check; on `corpus_insufficient` take the fallback (if enabled,
+    per call or by `cfg.enable_corpus_fallback`) or say "I don't know". `client` is one chat
+    client for every role, or `RoleClients` (a client per role, made when first needed).
+    A composer or planner call that fails ends the turn as branch `error` (no fallback: the
+    corpus was not judged); so does a failed fallback call. `QuestionError` for an unusable
+    question (`clean_question`)."""
     question = clean_question(question)
-    before = client.usage.as_dict()
+    roles = client if isinstance(client, RoleClients) else RoleClients.single(client, cfg)
+    before = roles.usage()
     lang = supported(detect_language(question))
     res = retrieve(conn, question, cfg, embedder, reranker)  # type: ignore[arg-type]
-    plan = (
-        Outline((), (), f"{CallStatus.SKIPPED}: gate bailed out")
-        if res.decision == Decision.INSUFFICIENT
-        else outline_call(client, question, res.notes, options)
-    )
-    turn = Turn(
-        question, lang, Branch.GROUNDED, False, "", res.decision, res.notes, plan.theses, ""
-    )
-    turn.outline_status, turn.retrieval = plan.status, res
-    if is_model_error(plan.status):
-        turn.fail("outline planner", plan.status)
-    elif plan.theses:
-        turn.text = grounded_text(plan.theses, plan.cited, res.notes)
+    turn = Turn(question, lang, Branch.GROUNDED, False, "", res.decision, res.notes, (), "")
+    turn.retrieval, turn.composer = res, cfg.composer
+    if res.decision == Decision.INSUFFICIENT:
+        turn.outline_status = f"{CallStatus.SKIPPED}: gate bailed out"
+        why = "gate: bail out"
     else:
-        turn.corpus_insufficient = True
-        bailed = res.decision == Decision.INSUFFICIENT
-        turn.reason = "gate: bail out" if bailed else "outline: no theses"
+        why = _answer(turn, cfg, embedder, roles, options)
+    if why and not turn.model_error:
+        turn.corpus_insufficient, turn.reason = True, why
         enabled = cfg.enable_corpus_fallback if enable_fallback is None else enable_fallback
         if enabled:
-            _take_fallback(turn, conn, cfg, embedder, reranker, client, options)
+            _take_fallback(turn, conn, cfg, embedder, reranker, roles("fallback"), options)
         else:
             turn.branch, turn.text = Branch.DECLINE, NOT_FOUND[lang]
-    turn.usage = _usage_delta(before, client.usage.as_dict())
+    turn.usage = _usage_delta(before, roles.usage())
     return turn
+
+
+def _compose(
+    turn: Turn, cfg: PipelineConfig, embedder: Embedder, roles: RoleClients, options: CallOptions
+) -> Composed:
+    """The composer's answer over the turn's notes (numbers 1.. as shown to it)."""
+    notes = turn.notes
+    if cfg.composer == "extractive":
+        return extract(embedder, turn.question, notes, sentences=cfg.extract_sentences)
+    if cfg.composer == "generative":
+        texts = [c.text for c in notes]
+        return compose_closed_book(
+            roles("composer"), turn.question, texts, turn.lang, options,
+            temperature=cfg.composer_temperature, max_notes=MAX_NOTES,
+        )  # fmt: skip
+    plan = outline_call(roles("outline"), turn.question, notes, options, max_notes=MAX_NOTES)
+    turn.outline_status, turn.theses = plan.status, plan.theses
+    offered = {str(n): c.text for n, c in enumerate(notes[:MAX_NOTES], 1)}
+    return Composed(outline_text(plan), offered, plan.status)
+
+
+def outline_text(plan: Outline) -> str:
+    """The outline as an answer with bare note numbers: one line per thesis, `- thesis [1, 2]`."""
+    return "\n".join(
+        f"- {t} [{', '.join(str(r) for r in refs)}]"
+        for t, refs in zip(plan.theses, plan.cited, strict=True)
+    )
+
+
+def _answer(
+    turn: Turn, cfg: PipelineConfig, embedder: Embedder, roles: RoleClients, options: CallOptions
+) -> str:
+    """Compose and check the grounded answer; "" when it stands, else why the corpus is
+    insufficient for it (the turn is marked failed instead on a model error)."""
+    composed = _compose(turn, cfg, embedder, roles, options)
+    turn.composed, turn.composed_status = composed.text, composed.status
+    if is_model_error(composed.status):
+        turn.fail("outline planner" if cfg.composer == "outline" else "composer", composed.status)
+        return ""
+    turn.abstained = abstention(composed.text, turn.lang) if cfg.composer == "generative" else ""
+    if turn.abstained:
+        return "composer: abstained"
+    if not composed.text:
+        return "outline: no theses" if cfg.composer == "outline" else "composer: no answer"
+    turn.check = check_answer(
+        composed.text,
+        composed.offered,
+        lambda claims, notes: support_scores(embedder, claims, notes),
+        cfg.support_threshold,
+        policy=cfg.unsupported_claims,
+        scorer_id=str(getattr(embedder, "id", "unknown")),
+    )
+    if not turn.check.kept:
+        return "claim check: no claim left" if turn.check.verdicts else "composer: no claim"
+    turn.text = shown_text(turn.check, note_labels(turn.notes[:MAX_NOTES]))
+    return ""
 
 
 def _take_fallback(
@@ -143,7 +200,9 @@ def _take_fallback(
     client: ChatClient,
     options: CallOptions,
 ) -> None:
-    """Fill the turn from `fallback_turn`, searching probes with the production retrieval."""
+    """Fill the turn from `fallback_turn`, searching probes with the production retrieval. The
+    answer's claims are checked against the admitted citations and recorded (flag policy: the
+    painted disclaimer already says the answer is not from the trusted sources)."""
 
     def search(probe: str) -> Sequence[Candidate]:
         return retrieve(conn, probe, cfg, embedder, reranker).notes  # type: ignore[arg-type]
@@ -160,6 +219,15 @@ def _take_fallback(
     turn.probes, turn.admitted, turn.fallback = fb.probes, fb.admitted, fb.answer
     if fb.branch == Branch.ERROR:
         turn.fail("fallback", fb.answer.status)
+    elif fb.branch == Branch.FALLBACK and fb.answer.answer:
+        offered = {str(n): c.text for n, c in enumerate(fb.admitted, 1)}
+        turn.check = check_answer(
+            fb.answer.answer,
+            offered,
+            lambda claims, notes: support_scores(embedder, claims, notes),
+            cfg.support_threshold,
+            scorer_id=str(getattr(embedder, "id", "unknown")),
+        )
 
 
-__all__ = ["Turn", "answer_turn", "chat_client", "grounded_text"]
+__all__ = ["Turn", "answer_turn", "chat_client", "note_labels", "outline_text"]

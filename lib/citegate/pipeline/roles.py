@@ -1,0 +1,105 @@
+"""One chat client per model role, made when a role first needs it.
+
+A turn has four model roles (`ROLES`): the query planner, the outline planner, the composer and
+the corpus fallback. Each names its model in the config (`PipelineConfig.planner_model`,
+`outline_model`, `composer_model`, `fallback_model`; empty means `llm`), so the ladder of the
+design holds: cheap roles first, the strong model only on a coverage miss. With keys set a role
+gets the remote model it names (`ChatClient.from_env`); without them every role shares the
+bundled local model on one llama.cpp server, started only when a role first asks for a client:
+a turn the extractive composer answers starts no model at all.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from types import TracebackType
+
+from citegate.core.config import PipelineConfig
+from citegate.models.llm import ChatClient
+from citegate.models.llm_server import LOCAL_MODEL_ID, LocalLlamaServer
+
+ROLES = ("planner", "outline", "composer", "fallback")
+
+
+def role_model(cfg: PipelineConfig, role: str, override: str | None = None) -> str | None:
+    """The model a role names: `override` (a per-call choice) first, then the role's own field,
+    then `llm`; None for "none" (the provider's default, or the local model without keys)."""
+    fields = {
+        "planner": cfg.planner_model,
+        "outline": cfg.outline_model,
+        "composer": cfg.composer_model,
+        "fallback": cfg.fallback_model,
+    }
+    if role not in fields:
+        raise ValueError(f"unknown model role {role!r}; known: {ROLES}")
+    name = override or fields[role] or cfg.llm
+    return None if name == "none" else name
+
+
+class RoleClients:
+    """The chat client of each role, made lazily and shared between roles naming one model.
+
+    `RoleClients.single(client)` hands one ready client to every role (tests, studies).
+    `usage()` sums the usage counters of every client made so far."""
+
+    def __init__(self, cfg: PipelineConfig, override: str | None = None) -> None:
+        self.cfg, self.override = cfg, override
+        self._clients: dict[str | None, ChatClient] = {}
+        self._fixed: ChatClient | None = None
+        self._local_client: ChatClient | None = None
+        self._stack = ExitStack()
+
+    @classmethod
+    def single(cls, client: ChatClient, cfg: PipelineConfig | None = None) -> RoleClients:
+        """Every role answered by `client` (nothing is started or closed here)."""
+        roles = cls(cfg or PipelineConfig())
+        roles._fixed = client
+        return roles
+
+    def __call__(self, role: str) -> ChatClient:
+        """The client of `role` (the local server starts here, once, if no keys are set)."""
+        if self._fixed is not None:
+            return self._fixed
+        model = role_model(self.cfg, role, self.override)
+        if model not in self._clients:
+            self._clients[model] = ChatClient.from_env(model) or self._local()
+        return self._clients[model]
+
+    def _local(self) -> ChatClient:
+        """The bundled model's client, its server started on first use (one thread)."""
+        if self._local_client is None:
+            url = self._stack.enter_context(LocalLlamaServer(n_threads=1))
+            self._local_client = ChatClient(LOCAL_MODEL_ID, url)
+        return self._local_client
+
+    def models(self) -> dict[str, str]:
+        """Role -> the model id it would use now (the local model's id without keys)."""
+        local = LOCAL_MODEL_ID if ChatClient.from_env() is None else None
+        return {r: role_model(self.cfg, r, self.override) or local or "default" for r in ROLES}
+
+    def usage(self) -> dict[str, float]:
+        """Usage counters summed over every client made so far."""
+        made = [self._fixed] if self._fixed is not None else list(self._clients.values())
+        total: dict[str, float] = {}
+        for client in {id(c): c for c in made}.values():
+            for k, v in client.usage.as_dict().items():
+                total[k] = total.get(k, 0.0) + v
+        return total
+
+    def close(self) -> None:
+        """Stop the local server if one was started."""
+        self._stack.close()
+
+    def __enter__(self) -> RoleClients:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+__all__ = ["ROLES", "RoleClients", "role_model"]
