@@ -1,0 +1,232 @@
+"""The answer stage: the extractive composer, the closed-book composer's prompt and abstention
+detector, the claim check's verdicts and policy, the model of each role, and whole turns through
+each composer (the stub HTTP server speaks the chat API; retrieval is faked; the claim check
+scores with the real bundled embedder)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import make_candidate
+from llm_stub import DOWN, reply, stub_server
+
+from citegate.core.config import PipelineConfig
+from citegate.core.errors import ConfigError
+from citegate.core.types import ClaimStatus, RetrievalResult
+from citegate.models.embed import default_embedder
+from citegate.models.llm import ChatClient
+from citegate.pipeline import turn as T
+from citegate.pipeline.claimcheck import check_answer, shown_text
+from citegate.pipeline.compose import ABSTENTION, abstention, closed_book_messages
+from citegate.pipeline.extractive import Sentence, extract, note_sentences, pick
+from citegate.pipeline.roles import RoleClients, role_model
+
+EMB = default_embedder()
+SOUL = make_candidate(
+    1,
+    addr_label="BG 2.22",
+    text="As a man casts off worn-out garments and puts on new ones, so the embodied soul "
+    "casts off worn-out bodies and enters new ones. Weapons do not cut it.",
+)
+WAR = make_candidate(
+    2,
+    addr_label="BG 1.1",
+    text="Dhritarashtra said: what did my sons and the sons of Pandu do on the field of "
+    "Kurukshetra, assembled and eager to fight?",
+)
+
+
+def table(rows: dict[tuple[str, str], float]) -> Any:
+    """A scorer reading fixed scores (claim text, note text) -> score; 0.0 when absent."""
+
+    def score(claims: Sequence[str], notes: Sequence[str]) -> np.ndarray:
+        return np.array([[rows.get((c, n), 0.0) for n in notes] for c in claims], dtype=float)
+
+    return score
+
+
+# --------------------------------------------------------------------------- extractive
+
+
+def test_pick_caps_each_note_and_keeps_the_notes_order() -> None:
+    found = [Sentence(1, 0, "a"), Sentence(1, 1, "b"), Sentence(1, 2, "c"), Sentence(2, 0, "d")]
+    chosen = pick(np.array([0.9, 0.8, 0.7, 0.1]), found, k=3, per_note=2)
+    assert chosen == [0, 1, 3]  # the third sentence of note 1 loses to note 2 by the cap
+
+
+def test_note_sentences_skip_fragments_too_short_to_claim_anything() -> None:
+    note = make_candidate(text="2.13 Verse. The soul passes into another body at death.")
+    assert [s.text for s in note_sentences([note])] == [
+        "The soul passes into another body at death."
+    ]
+
+
+def test_extract_answers_with_the_notes_own_sentences_each_with_its_marker() -> None:
+    composed = extract(EMB, "What does the soul do with worn-out bodies?", [WAR, SOUL], sentences=1)
+    assert composed.text.endswith("[2]") and "worn-out bodies" in composed.text
+    assert composed.offered == {"1": WAR.text, "2": SOUL.text} and composed.status == "ok"
+    assert extract(EMB, "anything", []).status == "no sources"
+
+
+# --------------------------------------------------------------------------- closed book
+
+
+def test_closed_book_prompt_carries_every_rule_and_the_exact_abstention_sentence() -> None:
+    system = closed_book_messages("Что такое атман?", ["note"], "ru", 300)[0]["content"]
+    assert ABSTENTION["ru"] in system and "Never invent a number" in system
+    assert "say that they disagree" in system and "cite both" in system
+
+
+def test_abstention_is_exact_only_for_the_sentence_alone() -> None:
+    assert abstention(f"  {ABSTENTION['en']}\n", "en") == "exact"
+    assert abstention(f"{ABSTENTION['en']} But Krishna says more [1].", "en") == "inexact"
+    assert abstention(ABSTENTION["en"].upper(), "en") == "inexact"
+    assert abstention("The soul is eternal [1].", "en") == ""
+
+
+# --------------------------------------------------------------------------- claim check
+
+
+def test_every_verdict_kind_and_the_notes_no_claim_cites() -> None:
+    offered = {"1": "n1", "2": "n2", "3": "n3"}
+    answer = "Alpha holds [1]. Beta holds [2]. Gamma holds [7]. Delta holds. Eps holds [1][9]."
+    scores = table(
+        {("Alpha holds.", "n1"): 0.9, ("Beta holds.", "n2"): 0.5, ("Eps holds.", "n1"): 0.95}
+    )
+    check = check_answer(answer, offered, scores, 0.8)
+    status = [v.status for v in check.verdicts]
+    assert status == [
+        ClaimStatus.SUPPORTED,
+        ClaimStatus.UNSUPPORTED,
+        ClaimStatus.FABRICATED,
+        ClaimStatus.UNCITED,
+        ClaimStatus.SUPPORTED,
+    ]
+    assert check.verdicts[4].fabricated == ("9",) and not check.verdicts[4].shown_ok
+    assert check.uncited_notes == ("3",) and check.counts["fabricated_markers"] == 2
+    assert check.supported_share == pytest.approx(2 / 5)
+
+
+def test_flag_policy_shows_every_claim_with_addresses_and_marks() -> None:
+    offered = {"1": "n1", "2": "n2"}
+    check = check_answer(
+        "A is so [1]. B is so [2]. C is so [5].", offered, table({("A is so.", "n1"): 0.9}), 0.8
+    )
+    text = shown_text(check, {"1": "BG 2.13", "2": "BG 2.14"})
+    assert text.splitlines() == [
+        "- A is so. [BG 2.13]",
+        "- B is so. [BG 2.14] [unsupported: best 0.000]",
+        "- C is so. [fabricated citation: 5 never offered]",
+    ]
+
+
+def test_remove_policy_drops_what_is_not_supported_and_records_why() -> None:
+    scores = table({("A is so.", "n1"): 0.9})
+    check = check_answer("A is so [1]. B is so [1].", {"1": "n1"}, scores, 0.8, policy="remove")
+    assert [v.text for v in check.kept] == ["A is so."]
+    assert [(v.text, v.status) for v in check.removed] == [("B is so.", ClaimStatus.UNSUPPORTED)]
+    assert check.to_dict()["claims"][1]["removed"] is True
+
+
+def test_the_scorer_is_called_once_with_only_the_cited_notes() -> None:
+    seen: list[tuple[list[str], list[str]]] = []
+
+    def scorer(claims: Sequence[str], notes: Sequence[str]) -> np.ndarray:
+        seen.append((list(claims), list(notes)))
+        return np.ones((len(claims), len(notes)))
+
+    check_answer("A [2]. B [2].", {"1": "n1", "2": "n2", "3": "n3"}, scorer, 0.5)
+    assert seen == [(["A.", "B."], ["n2"])]
+
+
+# --------------------------------------------------------------------------- roles
+
+
+def test_each_role_names_its_model_or_falls_back_to_llm() -> None:
+    cfg = PipelineConfig(llm="cheap", composer_model="mid", fallback_model="strong")
+    assert [role_model(cfg, r) for r in ("planner", "outline", "composer", "fallback")] == [
+        "cheap", "cheap", "mid", "strong",
+    ]  # fmt: skip
+    assert role_model(PipelineConfig(), "composer") is None
+    assert role_model(cfg, "composer", override="x") == "x"
+    with pytest.raises(ConfigError, match="composer must be one of"):
+        PipelineConfig(composer="poet")
+
+
+# --------------------------------------------------------------------------- whole turns
+
+
+def run_turn(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    replies: list[Any],
+    cfg: PipelineConfig,
+    notes: Sequence[Any] = (SOUL, WAR),
+    decision: str = "answer",
+    question: str = "What does the soul do with worn-out bodies?",
+) -> tuple[T.Turn, list[dict[str, Any]]]:
+    """A turn over fixed notes with the stub as every role's model."""
+
+    def fake(conn: Any, text: str, c: Any, emb: Any, rr: Any) -> RetrievalResult:
+        return RetrievalResult(tuple(notes), decision, (), None)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(T, "retrieve", fake)
+    with stub_server(replies) as stub:
+        client = ChatClient("stub-model", stub.base_url, cache_path=tmp_path / "llm.sqlite")
+        t = T.answer_turn(None, question, cfg, EMB, None, RoleClients.single(client, cfg))  # type: ignore[arg-type]
+    return t, [r["body"] for r in stub.requests]
+
+
+def test_extractive_turn_calls_no_model_and_every_claim_is_supported(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    cfg = PipelineConfig(composer="extractive", extract_sentences=2, support_threshold=0.85)
+    t, requests = run_turn(monkeypatch, tmp_path, [DOWN], cfg)
+    assert requests == [] and t.branch == "grounded" and t.check is not None
+    assert t.check.verdicts and all(v.status == ClaimStatus.SUPPORTED for v in t.check.verdicts)
+    assert "[BG 2.22]" in t.text and "[1]" not in t.text  # the server's addresses, not numbers
+
+
+def test_generative_fabricated_marker_is_flagged_never_hidden(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    answer = "The soul casts off worn-out bodies [1]. Arjuna had nine brothers [4]."
+    t, requests = run_turn(
+        monkeypatch, tmp_path, [reply(answer)], PipelineConfig(composer="generative")
+    )
+    assert requests[0]["temperature"] == pytest.approx(0.1)
+    assert t.branch == "grounded" and "[fabricated citation: 4 never offered]" in t.text
+    assert t.check is not None and t.check.counts["fabricated_markers"] == 1
+
+
+def test_generative_abstention_makes_the_corpus_insufficient(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    cfg = PipelineConfig(composer="generative", enable_corpus_fallback=False)
+    t, _ = run_turn(monkeypatch, tmp_path, [reply(ABSTENTION["en"])], cfg)
+    assert t.corpus_insufficient and t.reason == "composer: abstained" and t.abstained == "exact"
+    assert t.branch == "decline" and t.text == ABSTENTION["en"] and t.check is None
+
+
+def test_remove_policy_that_leaves_nothing_makes_the_corpus_insufficient(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    cfg = PipelineConfig(
+        composer="generative", unsupported_claims="remove", enable_corpus_fallback=False
+    )
+    t, _ = run_turn(monkeypatch, tmp_path, [reply("Bananas are yellow.")], cfg)
+    assert t.corpus_insufficient and t.reason == "claim check: no claim left"
+    assert t.check is not None and [v.status for v in t.check.removed] == [ClaimStatus.UNCITED]
+
+
+def test_a_failed_composer_call_is_a_model_error_not_an_abstention(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    t, _ = run_turn(monkeypatch, tmp_path, [DOWN], PipelineConfig(composer="generative"))
+    assert (
+        t.branch == "error" and t.model_error.startswith("composer:") and not t.corpus_insufficient
+    )
