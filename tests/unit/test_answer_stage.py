@@ -230,3 +230,13 @@ def test_a_failed_composer_call_is_a_model_error_not_an_abstention(
     assert (
         t.branch == "error" and t.model_error.startswith("composer:") and not t.corpus_insufficient
     )
+
+
+def test_a_paragraph_break_ends_a_sentence() -> None:
+    note = make_candidate(
+        text="So the soul passes into another body.\n\ndehino smin yatha dehe kaumaram"
+    )
+    assert [s.text for s in note_sentences([note])] == [
+        "So the soul passes into another body.",
+        "dehino smin yatha dehe kaumaram",
+    ]

@@ -5,11 +5,13 @@ The sentences of the first `max_notes` notes are ranked by the embedder against 
 are kept (at most `per_note` from one note, so the answer draws on several sources when it can),
 and they are written back in the notes' order, each followed by its note's marker `[n]`. Nothing
 is generated, so no claim can say what its note does not; the claim check still runs on it, as
-on every answer. A sentence needs `MIN_WORDS` words: a verse number or a heading is no claim.
+on every answer. A sentence needs `MIN_WORDS` words: a verse number or a heading is no claim;
+a paragraph break ends a sentence.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,6 +24,8 @@ from citegate.pipeline.compose import Composed
 
 MIN_WORDS = 4
 MAX_NOTES = 5  # the notes shown to every composer (the outline planner's too)
+# A blank line ends a sentence: a verse's translation and its IAST text are two paragraphs.
+_PARAGRAPH = re.compile(r"\n\s*\n")
 
 
 @dataclass(frozen=True)
@@ -37,9 +41,9 @@ def note_sentences(notes: Sequence[Candidate], max_notes: int = MAX_NOTES) -> li
     """Every sentence of the first `max_notes` notes with at least `MIN_WORDS` words."""
     out = []
     for n, note in enumerate(notes[:max_notes], 1):
-        for i, text in enumerate(split_sentences(" ".join(note.text.split()))):
-            if len(text.split()) >= MIN_WORDS:
-                out.append(Sentence(n, i, text))
+        paragraphs = (" ".join(p.split()) for p in _PARAGRAPH.split(note.text))
+        found = [s for p in paragraphs for s in split_sentences(p)]
+        out += [Sentence(n, i, t) for i, t in enumerate(found) if len(t.split()) >= MIN_WORDS]
     return out
 
 

@@ -15,7 +15,7 @@ from contextlib import ExitStack
 from types import TracebackType
 
 from citegate.core.config import PipelineConfig
-from citegate.models.llm import ChatClient
+from citegate.models.llm import ChatClient, LLMUsage
 from citegate.models.llm_server import LOCAL_MODEL_ID, LocalLlamaServer
 
 ROLES = ("planner", "outline", "composer", "fallback")
@@ -80,7 +80,7 @@ class RoleClients:
     def usage(self) -> dict[str, float]:
         """Usage counters summed over every client made so far."""
         made = [self._fixed] if self._fixed is not None else list(self._clients.values())
-        total: dict[str, float] = {}
+        total = LLMUsage().as_dict()  # every counter, zero before any call
         for client in {id(c): c for c in made}.values():
             for k, v in client.usage.as_dict().items():
                 total[k] = total.get(k, 0.0) + v
