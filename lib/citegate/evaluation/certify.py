@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import beta
 
 __all__ = [
     "Certified",
@@ -56,6 +55,8 @@ def clopper_pearson_upper(k: int, n: int, delta: float) -> float:
         raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
     if n == 0 or k == n:
         return 1.0
+    from scipy.stats import beta  # heavy: imported when used, not by every command
+
     return float(beta.ppf(1.0 - delta, k + 1, n - k))
 
 
@@ -65,6 +66,8 @@ def _cp_upper_many(k: np.ndarray, n: int, delta: float) -> np.ndarray:
         return np.ones(len(k))
     out = np.ones(len(k))
     below = k < n
+    from scipy.stats import beta
+
     out[below] = beta.ppf(1.0 - delta, k[below] + 1, n - k[below])
     return out
 

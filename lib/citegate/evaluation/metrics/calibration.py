@@ -9,7 +9,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import expit
 
 from citegate.evaluation.metrics.validation import _per_group, _scored, _scores
 
@@ -96,6 +95,8 @@ def sigmoid_per_group(scores: ArrayLike, groups: ArrayLike) -> np.ndarray:
 
     Why: a softer per-question normalization than min-max, less driven by one extreme score.
     """
+    from scipy.special import expit  # heavy: imported when used, not by every command
+
     s = _scores(scores)
     out = np.empty_like(s)
     for idx in _per_group(s, groups):

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import binomtest
 
 from citegate.evaluation.metrics.validation import (
     _both_classes,
@@ -196,6 +195,8 @@ def rate_ci(
         raise ValueError("successes must not be empty")
     _check_alpha(alpha)
     k, n = int(x.sum()), len(x)
+    from scipy.stats import binomtest  # heavy: imported when used, not by every command
+
     ci = binomtest(k, n).proportion_ci(confidence_level=1 - alpha, method="wilson")
     return k / n, float(ci.low), float(ci.high)
 

@@ -12,8 +12,6 @@ from typing import TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import rankdata
-from sklearn.metrics import precision_recall_curve, roc_auc_score, roc_curve
 
 from citegate.evaluation.metrics.validation import (
     _both_classes,
@@ -43,6 +41,8 @@ def _fast_auroc(s: np.ndarray, y: np.ndarray) -> float:
     """AUROC via the Mann-Whitney rank sum (ties averaged); equals sklearn's roc_auc_score."""
     n_pos = int(y.sum())
     n_neg = len(y) - n_pos
+    from scipy.stats import rankdata  # heavy: imported when used, not by every command
+
     ranks = rankdata(s)
     return float((ranks[y == 1].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
@@ -109,6 +109,8 @@ def auroc_ci(
     groups (questions) are resampled (cluster bootstrap), since scores of one question are
     correlated. Resamples holding a single class are skipped; NaN bounds if all are.
     """
+    from sklearn.metrics import roc_auc_score
+
     s, y = _checked(scores, labels, n_boot, alpha)
     boots = _bootstrap(s, y, n_boot, seed, groups, _fast_auroc)
     lo, hi = _percentile_ci(boots, alpha)
@@ -124,6 +126,8 @@ def mean_per_group_auroc(
     Why: separability *within* a question says whether ranking works even when a global
     threshold cannot. NaN and 0 when no group holds both classes.
     """
+    from sklearn.metrics import roc_auc_score
+
     s, y = _scored(scores, labels)
     aucs = [
         float(roc_auc_score(y[idx], s[idx]))
@@ -148,6 +152,8 @@ def _tpr_on_grid(s: np.ndarray, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
     Between two distinct fprs the path runs from the top of the first step to the bottom of the
     next, so collapsing ties first would overstate the curve.
     """
+    from sklearn.metrics import roc_curve
+
     fpr, tpr, _ = roc_curve(y, s)
     j = np.searchsorted(fpr, grid, side="right") - 1  # last point with fpr <= x
     j = np.clip(j, 0, len(fpr) - 1)
@@ -196,6 +202,8 @@ def pr_curve(scores: ArrayLike, labels: ArrayLike) -> Curve:
     s, y = _scored(scores, labels)
     if not y.sum():
         raise ValueError("labels must contain at least one positive")
+    from sklearn.metrics import precision_recall_curve
+
     precision, recall, thresholds = precision_recall_curve(y, s)
     thresholds = np.append(thresholds, np.inf)
     return Curve(recall[::-1].copy(), precision[::-1].copy(), thresholds[::-1].copy())

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -151,8 +152,6 @@ def load_ltr(name: str, path: Path | None = None, digest: str | None = None) -> 
     """The trained model `name` (`ltr/<name>` works too), read from `path` (default
     `model_path(name)`); ConfigError naming the file when it is missing, its sha256 differs from
     `digest` (when given), or it is not a model file of this format."""
-    import sklearn
-
     bare = bare_name(name)
     path = Path(path or model_path(bare))
     retrain = f"retrain it with `citegate ltr train --name {bare}`"
@@ -170,10 +169,11 @@ def load_ltr(name: str, path: Path | None = None, digest: str | None = None) -> 
         raise ConfigError(f"{path}: LTR model digest {actual} differs from the expected {digest}")
     doc = _parse(path, data, retrain)
     meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
-    if meta.get("sklearn") not in (None, sklearn.__version__):
+    running = importlib.metadata.version("scikit-learn")  # importing sklearn itself takes ~1 s
+    if meta.get("sklearn") not in (None, running):
         warnings.warn(
             f"LTR model {bare!r} was trained with scikit-learn {meta.get('sklearn')}, "
-            f"running {sklearn.__version__}",
+            f"running {running}",
             stacklevel=2,
         )
     try:

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
 
 from citegate.core.errors import ConfigError
 
@@ -55,6 +54,8 @@ class PortableModel:
 
     def positive_proba(self, X: np.ndarray) -> np.ndarray:
         """P(class 1) for each row of X (n × n_features)."""
+        from scipy.special import expit  # heavy: imported when used, not by every command
+
         X = np.asarray(X, dtype=float)
         if X.ndim != 2 or X.shape[1] != self.doc["n_features"]:
             raise ValueError(f"expected rows of {self.doc['n_features']} features, got {X.shape}")
