@@ -135,23 +135,43 @@ def answer_turn(
     return turn
 
 
+@dataclass(frozen=True)
+class Grounded:
+    """A composed and checked answer over a question's notes: the composer's text (bare note
+    numbers) and status, how it abstained, the claim check, the text shown (addresses, flags),
+    why the corpus is insufficient for it ("" when it stands), and the failed stage on a model
+    error (`failed`: "" when no call failed)."""
+
+    composed: Composed
+    abstained: str
+    check: AnswerCheck | None
+    text: str
+    why: str
+    failed: str = ""
+
+
 def _compose(
-    turn: Turn, cfg: PipelineConfig, embedder: Embedder, roles: RoleClients, options: CallOptions
-) -> Composed:
-    """The composer's answer over the turn's notes (numbers 1.. as shown to it)."""
-    notes = turn.notes
+    question: str,
+    lang: str,
+    notes: Sequence[Candidate],
+    cfg: PipelineConfig,
+    embedder: Embedder,
+    roles: RoleClients,
+    options: CallOptions,
+) -> tuple[Composed, Outline | None]:
+    """The composer's answer over the notes (numbers 1.. as shown to it), and the outline when
+    the outline planner wrote it."""
     if cfg.composer == "extractive":
-        return extract(embedder, turn.question, notes, sentences=cfg.extract_sentences)
+        return extract(embedder, question, notes, sentences=cfg.extract_sentences), None
     if cfg.composer == "generative":
         texts = [c.text for c in notes]
         return compose_closed_book(
-            roles("composer"), turn.question, texts, turn.lang, options,
+            roles("composer"), question, texts, lang, options,
             temperature=cfg.composer_temperature, max_notes=MAX_NOTES,
-        )  # fmt: skip
-    plan = outline_call(roles("outline"), turn.question, notes, options, max_notes=MAX_NOTES)
-    turn.outline_status, turn.theses = plan.status, plan.theses
+        ), None  # fmt: skip
+    plan = outline_call(roles("outline"), question, notes, options, max_notes=MAX_NOTES)
     offered = {str(n): c.text for n, c in enumerate(notes[:MAX_NOTES], 1)}
-    return Composed(outline_text(plan), offered, plan.status)
+    return Composed(outline_text(plan), offered, plan.status), plan
 
 
 def outline_text(plan: Outline) -> str:
@@ -162,33 +182,67 @@ def outline_text(plan: Outline) -> str:
     )
 
 
+def checked(
+    composed_text: str,
+    offered: Mapping[str, str],
+    cfg: PipelineConfig,
+    embedder: Embedder,
+    *,
+    policy: str | None = None,
+) -> AnswerCheck:
+    """The claim check of a composed text against the notes offered to its composer."""
+    return check_answer(
+        composed_text,
+        offered,
+        lambda claims, notes: support_scores(embedder, claims, notes),
+        cfg.support_threshold,
+        policy=policy or cfg.unsupported_claims,
+        scorer_id=str(getattr(embedder, "id", "unknown")),
+    )
+
+
+def grounded_answer(
+    question: str,
+    lang: str,
+    notes: Sequence[Candidate],
+    cfg: PipelineConfig,
+    embedder: Embedder,
+    roles: RoleClients,
+    options: CallOptions = DEFAULT_OPTIONS,
+) -> tuple[Grounded, Outline | None]:
+    """Compose (`cfg.composer`) and check the answer to `question` over its final notes: what
+    a turn does once the gate lets it answer, and what notebook 06 measures per composer."""
+    composed, plan = _compose(question, lang, notes, cfg, embedder, roles, options)
+    if is_model_error(composed.status):
+        stage = "outline planner" if cfg.composer == "outline" else "composer"
+        return Grounded(composed, "", None, "", "", stage), plan
+    abstained = abstention(composed.text, lang) if cfg.composer == "generative" else ""
+    if abstained:
+        return Grounded(composed, abstained, None, "", "composer: abstained"), plan
+    if not composed.text:
+        why = "outline: no theses" if cfg.composer == "outline" else "composer: no answer"
+        return Grounded(composed, "", None, "", why), plan
+    check = checked(composed.text, composed.offered, cfg, embedder)
+    if not check.kept:
+        why = "claim check: no claim left" if check.verdicts else "composer: no claim"
+        return Grounded(composed, "", check, "", why), plan
+    text = shown_text(check, note_labels(notes[:MAX_NOTES]))
+    return Grounded(composed, "", check, text, ""), plan
+
+
 def _answer(
     turn: Turn, cfg: PipelineConfig, embedder: Embedder, roles: RoleClients, options: CallOptions
 ) -> str:
-    """Compose and check the grounded answer; "" when it stands, else why the corpus is
+    """Fill the turn from `grounded_answer`; "" when the answer stands, else why the corpus is
     insufficient for it (the turn is marked failed instead on a model error)."""
-    composed = _compose(turn, cfg, embedder, roles, options)
-    turn.composed, turn.composed_status = composed.text, composed.status
-    if is_model_error(composed.status):
-        turn.fail("outline planner" if cfg.composer == "outline" else "composer", composed.status)
-        return ""
-    turn.abstained = abstention(composed.text, turn.lang) if cfg.composer == "generative" else ""
-    if turn.abstained:
-        return "composer: abstained"
-    if not composed.text:
-        return "outline: no theses" if cfg.composer == "outline" else "composer: no answer"
-    turn.check = check_answer(
-        composed.text,
-        composed.offered,
-        lambda claims, notes: support_scores(embedder, claims, notes),
-        cfg.support_threshold,
-        policy=cfg.unsupported_claims,
-        scorer_id=str(getattr(embedder, "id", "unknown")),
-    )
-    if not turn.check.kept:
-        return "claim check: no claim left" if turn.check.verdicts else "composer: no claim"
-    turn.text = shown_text(turn.check, note_labels(turn.notes[:MAX_NOTES]))
-    return ""
+    g, plan = grounded_answer(turn.question, turn.lang, turn.notes, cfg, embedder, roles, options)
+    if plan is not None:
+        turn.outline_status, turn.theses = plan.status, plan.theses
+    turn.composed, turn.composed_status = g.composed.text, g.composed.status
+    turn.abstained, turn.check, turn.text = g.abstained, g.check, g.text
+    if g.failed:
+        turn.fail(g.failed, g.composed.status)
+    return g.why
 
 
 def _take_fallback(
@@ -221,13 +275,16 @@ def _take_fallback(
         turn.fail("fallback", fb.answer.status)
     elif fb.branch == Branch.FALLBACK and fb.answer.answer:
         offered = {str(n): c.text for n, c in enumerate(fb.admitted, 1)}
-        turn.check = check_answer(
-            fb.answer.answer,
-            offered,
-            lambda claims, notes: support_scores(embedder, claims, notes),
-            cfg.support_threshold,
-            scorer_id=str(getattr(embedder, "id", "unknown")),
-        )
+        turn.check = checked(fb.answer.answer, offered, cfg, embedder, policy="flag")
 
 
-__all__ = ["Turn", "answer_turn", "chat_client", "note_labels", "outline_text"]
+__all__ = [
+    "Grounded",
+    "Turn",
+    "answer_turn",
+    "chat_client",
+    "checked",
+    "grounded_answer",
+    "note_labels",
+    "outline_text",
+]
