@@ -1,0 +1,163 @@
+"""Notebook 06's answer tables: each composer's answers, claim by claim, as the claim check saw
+them. Pure functions of the answer rows `run.answer_rows` makes (one row per question and
+composer); intervals over claims are clustered by question (an answer's claims move together).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from citegate.core.errors import MODEL_ERROR
+from citegate.evaluation.clustered import cluster_rate_ci
+from citegate.evaluation.metrics import rate_ci_or_nan
+from citegate.pipeline.claimcheck import AnswerCheck, flag
+
+SUPPORTED_BAR = 0.95  # share of claims supported a composer must reach to answer in production
+
+
+@dataclass(frozen=True)
+class AnswerRow:
+    """One composer's answer to one question: how it went (`outcome`: answered, abstained,
+    no_answer, gate, model_error), its texts, and the claim check's verdicts (JSON-able)."""
+
+    composer: str
+    qid: str
+    language: str
+    group: str
+    outcome: str
+    status: str
+    abstained: str
+    composed: str
+    shown: str
+    claims: tuple[dict[str, Any], ...]
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values for a table."""
+        d = asdict(self)
+        d["claims"] = list(self.claims)
+        return d
+
+
+def claim_records(check: AnswerCheck | None) -> tuple[dict[str, Any], ...]:
+    """The verdicts of a claim check as records, each with whether its shown line is flagged."""
+    if check is None:
+        return ()
+    return tuple(
+        {
+            "text": v.text,
+            "status": str(v.status),
+            "score": v.score,
+            "fabricated": len(v.fabricated),
+            "flagged": bool(flag(v)),
+            "removed": v in check.removed,
+        }
+        for v in check.verdicts
+    )
+
+
+def claims_frame(rows: Sequence[AnswerRow]) -> pd.DataFrame:
+    """One row per claim of an answered question: composer, question, language, verdict."""
+    out = [
+        {"composer": r.composer, "qid": r.qid, "language": r.language, "group": r.group, **c}
+        for r in rows
+        if r.outcome == "answered"
+        for c in r.claims
+    ]
+    cols = ["composer", "qid", "language", "group", "text", "status", "score", "fabricated"]
+    return pd.DataFrame(out, columns=[*cols, "flagged", "removed"])
+
+
+def _share(hits: np.ndarray, units: np.ndarray, n_boot: int) -> tuple[float, float, float]:
+    """A rate and its 95% interval resampling whole questions (NaN when empty)."""
+    if not len(hits):
+        return float("nan"), float("nan"), float("nan")
+    lo, hi = cluster_rate_ci(hits, units, n_boot)
+    return float(hits.mean()), lo, hi
+
+
+def composer_table(rows: Sequence[AnswerRow], n_boot: int = 1000) -> pd.DataFrame:
+    """Per composer and language (and "all"): questions, answered / abstained / model errors,
+    claims, the share supported (clustered by question), unsupported, uncited, fabricated
+    markers and how many of them were shown unflagged, exact abstentions, seconds p50."""
+    frame = pd.DataFrame([r.to_dict() for r in rows])
+    claims = claims_frame(rows)
+    out = []
+    for (composer, lang), part in _by_language(frame):
+        c = claims[(claims["composer"] == composer) & claims["qid"].isin(part["qid"])]
+        share, lo, hi = _share(
+            (c["status"] == "supported").to_numpy(float), c["qid"].to_numpy(), n_boot
+        )
+        abst = part[part["outcome"] == "abstained"]
+        exact = rate_ci_or_nan(abst["abstained"] == "exact")
+        shown = c[~c["removed"]]
+        out.append(
+            {
+                "composer": composer,
+                "language": lang,
+                "questions": len(part),
+                "answered": int((part["outcome"] == "answered").sum()),
+                "abstained": len(abst),
+                "model_errors": int((part["outcome"] == MODEL_ERROR).sum()),
+                "claims": len(c),
+                "supported_share": share,
+                "supported_lo": lo,
+                "supported_hi": hi,
+                "unsupported": int((c["status"] == "unsupported").sum()),
+                "uncited": int((c["status"] == "uncited").sum()),
+                "fabricated_markers": int(c["fabricated"].sum()),
+                "fabricated_unflagged": int(
+                    shown[(shown["fabricated"] > 0) & ~shown["flagged"]]["fabricated"].sum()
+                ),
+                "abstention_exact": exact[0],
+                "seconds_p50": float(part["seconds"].median()) if len(part) else float("nan"),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def _by_language(frame: pd.DataFrame) -> list[tuple[tuple[str, str], pd.DataFrame]]:
+    """(composer, language) groups of the answer rows, then (composer, "all")."""
+    groups = []
+    for composer, part in frame.groupby("composer", sort=False):
+        for lang, sub in part.groupby("language", sort=True):
+            groups.append(((str(composer), str(lang)), sub))
+        groups.append(((str(composer), "all"), part))
+    return groups
+
+
+def passes_bar(table: pd.DataFrame, composer: str, bar: float = SUPPORTED_BAR) -> bool:
+    """Whether a composer's answers (all languages) reach the supported share `bar` with no
+    fabricated marker shown unflagged and no model error."""
+    row = table[(table["composer"] == composer) & (table["language"] == "all")]
+    if row.empty or not row["claims"].iloc[0]:
+        return False
+    r = row.iloc[0]
+    return bool(
+        r["supported_share"] >= bar and r["fabricated_unflagged"] == 0 and r["model_errors"] == 0
+    )
+
+
+def production_composer(table: pd.DataFrame, preferred: Sequence[str]) -> str:
+    """The first composer of `preferred` (generative ones first: they write prose) that passes
+    the bar, else "extractive", which is faithful by construction."""
+    for name in preferred:
+        if passes_bar(table, name):
+            return name
+    return "extractive"
+
+
+__all__ = [
+    "SUPPORTED_BAR",
+    "AnswerRow",
+    "claim_records",
+    "claims_frame",
+    "composer_table",
+    "passes_bar",
+    "production_composer",
+]
