@@ -96,6 +96,10 @@ def test_every_part_reports_finite_numbers(result: dict) -> None:
     gate = result["gate"]  # production ships the learned gate: both gates timed, same reranker
     assert gate["questions"] == 3 and gate["reranker"].startswith("ltr/")
     assert finite(gate["learned_over_coverage"]) and gate["learned_p50_ms"] > 0
+    ans = result["answer_stage"]  # compose and claim check after each warm retrieve
+    assert ans["questions"] == 3 and ans["claims_per_answer"] > 0
+    assert all(finite(ans[k]["p50_ms"]) for k in ("retrieve", "compose", "check", "answer"))
+    assert ans["check_over_answer"] >= 1.0  # the check only adds time
     assert set(result["goals"]) == set(bench.load_goals())
 
 
@@ -108,6 +112,7 @@ def test_report_and_json(result: dict, tmp_path: Path) -> None:
         "3. retrieve()",
         "4. replay()",
         "4b.",
+        "4c. The answer stage",
         "5. Environment",
     ):
         assert title in text

@@ -22,6 +22,7 @@ NAMES = (
     "lanes_p50_ms",
     "learned_gate_over_coverage",
     "levers_over_seed",
+    "claim_check_p50_ms",
 )
 BETTER = ("higher", "lower")
 
@@ -82,6 +83,8 @@ def score_goals(
         values["levers_over_seed"] = ratio(
             res["retrieve_levers"]["wall"]["p50_ms"], res["retrieve_warm"]["wall"]["p50_ms"]
         )
+    if "answer_stage" in res:
+        values["claim_check_p50_ms"] = res["answer_stage"]["check"]["p50_ms"]
     if "learned_over_coverage" in res.get("gate", {}):
         values["learned_gate_over_coverage"] = res["gate"]["learned_over_coverage"]
     out = {

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from citegate.core import paths
+from citegate.research.bench.answer import answer_rows
 from citegate.research.bench.common import STAGES, ratio
 from citegate.research.bench.replay import VECTOR_REPEATS
 from citegate.research.gate_bench import gate_rows
@@ -235,6 +236,12 @@ def render(res: dict[str, Any]) -> str:
             "coverage gate, same reranker, interleaved",
             ["measure", "value"],
             gate_rows(res),
+        ),
+        _table(
+            "4c. The answer stage after a warm retrieve: the extractive composer and the claim "
+            "check, ms (fresh embedding cache: claims embedded per question)",
+            ["step", "p50", "p95"],
+            answer_rows(res),
         ),
         _table("5. Environment", ["fact", "value"], [[k, str(v)] for k, v in env.items()]),
         _table(

