@@ -7,15 +7,24 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from psycopg import ProgrammingError
+from psycopg.conninfo import conninfo_to_dict
 
-from citegate.core.redact import MASK, safe_mapping, scrub, scrub_tree
+from citegate.core.redact import MASK, mask_fragments, mask_url, safe_mapping, scrub, scrub_tree
+from citegate.store.db import connect_error
 
 KEY = "sk-fake-0123456789abcdefXYZ"
 
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_API_KEY", "VOYAGE_API_KEY", "DATABASE_URL", "MLFLOW_TRACKING_URI"):
+    for name in (
+        "OPENAI_API_KEY",
+        "VOYAGE_API_KEY",
+        "DATABASE_URL",
+        "MLFLOW_TRACKING_URI",
+        "PGPASSWORD",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -95,3 +104,56 @@ def test_parquet_tables_are_scrubbed(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert scrub_tree(tmp_path) == 1
     assert KEY.encode() not in path.read_bytes()
     assert pd.read_parquet(path).to_dict("records") == [{"leak": f"key {MASK}", "n": 1}]
+
+
+RAW_AT = "postgresql://alice:s3cr3t@corp?2024@127.0.0.1:1/db"
+
+
+@pytest.mark.parametrize(
+    ("url", "masked"),
+    [
+        (RAW_AT, "postgresql://alice:***@127.0.0.1:1/db"),
+        (
+            "postgresql://alice:s3cr3t@corp 2024@127.0.0.1:1/db",
+            "postgresql://alice:***@127.0.0.1:1/db",
+        ),
+        (
+            "postgresql://alice:s3cr3t@corp#2024@127.0.0.1:1/db",
+            "postgresql://alice:***@127.0.0.1:1/db",
+        ),
+        ("postgresql://alice:s3/cr:3t@127.0.0.1:1/db", "postgresql://alice:***@127.0.0.1:1/db"),
+        ("postgresql://u:a/b?sslmode=x@h/db", "postgresql://u:***@h/db"),
+        (
+            "postgresql://u:pw@h/db?application_name=me@x",
+            "postgresql://u:***@h/db?application_name=me@x",
+        ),
+        ("postgresql://h/db?password=x@yz12", "postgresql://h/db?password=***"),
+        ("host=h password=abcd\\ efgh port=1", "host=h password=*** port=1"),
+        ("host=h password = 'ab cd\\' ef' port=1", "host=h password = *** port=1"),
+        ("host=h password='unterminated port=1", "host=h password=***"),
+        ("host=h password 'nope'", "host=h password ***"),
+    ],
+)
+def test_every_part_of_a_raw_password_is_masked(url: str, masked: str) -> None:
+    assert mask_url(url) == masked
+
+
+def test_libpq_parse_errors_lose_every_piece_of_the_password() -> None:
+    with pytest.raises(ProgrammingError) as info:
+        conninfo_to_dict(RAW_AT)  # libpq quotes '2024@127.0.0.1:1/db': a piece of the password
+    assert "2024" in str(info.value)
+    line = connect_error(RAW_AT, info.value)
+    assert "2024" not in line and "corp" not in line and "s3cr" not in line, line
+    assert line.startswith("invalid URL postgresql://alice:***@127.0.0.1:1/db: ")
+
+
+def test_mask_fragments_masks_runs_of_four_shared_characters() -> None:
+    assert mask_fragments('at "2024@127.0.0.1"', ["s3cr3t@corp?2024"]) == 'at "***@127.0.0.1"'
+    assert mask_fragments("a 202 b", ["x2024"]) == "a 202 b"  # three shared: kept
+
+
+def test_pgpassword_and_database_url_are_masked_in_logs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PGPASSWORD", "pg-env-secret-77")
+    monkeypatch.setenv("DATABASE_URL", "postgresql://alice:a b/c@127.0.0.1:1/db")
+    out = scrub("PGPASSWORD pg-env-secret-77; url postgresql://alice:a b/c@127.0.0.1:1/db")
+    assert out == "PGPASSWORD ***; url postgresql://alice:***@127.0.0.1:1/db"

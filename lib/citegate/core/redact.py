@@ -26,6 +26,7 @@ from psycopg.conninfo import conninfo_to_dict
 # inherits; never used to redact values or drop params.
 SECRET_KEY = re.compile(r"(?i)(api[_-]?key|token|secret|password|passwd|credential|auth)")
 KEY_ENV = (
+    "PGPASSWORD",  # libpq's password when the connection string names none
     "OPENAI_API_KEY",
     "VOYAGE_API_KEY",
     "OPENROUTER_API_KEY",
@@ -44,6 +45,8 @@ _SEP = r"\s/\"'<>"  # characters that end a URL's userinfo in running text
 # scheme://user:password@host, the password running up to the LAST '@' before the host
 URL_USERINFO = re.compile(rf"([A-Za-z][A-Za-z0-9+.-]*://[^:@{_SEP}]*:)([^{_SEP}]*)@")
 URL_QUERY_PASSWORD = re.compile(rf"(?i)([?&;](?:password|passwd|pwd|sslpassword)=)([^&#{_SEP}]+)")
+# a password query parameter wherever it is left once the user info is masked: to the next '&'
+QUERY_SECRET = re.compile(r"(?i)([?&]\s*(?:ssl)?password\s*=)([^&]+)")
 DSN_PASSWORD = re.compile(r"(?i)(?:^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
 
 
@@ -54,6 +57,7 @@ def url_passwords(value: str) -> list[str]:
     found += [m.group(2) for m in URL_QUERY_PASSWORD.finditer(value)]
     found += [m.group(1).strip("'") for m in DSN_PASSWORD.finditer(value)]
     found += [p for p in [userinfo_password(value)] if p]
+    found += [value[a:b] for a, b in _keyword_secret_spans(value)]
     return conninfo_passwords(value) + found + [unquote(p) for p in found]
 
 
@@ -96,8 +100,84 @@ def mask_values(text: str, secrets: list[str]) -> str:
     return text
 
 
+def mask_fragments(text: str, secrets: list[str], n: int = 4) -> str:
+    """`text` with every run that shares `n` or more consecutive characters with one of
+    `secrets` masked. For messages that echo a piece of a connection string (libpq's parse
+    errors quote what follows a raw '@' or '?' in a password): a piece of a password is as
+    much a leak as the whole. Not for artifacts, where a short common piece ('2024') of a
+    password would mask ordinary text everywhere."""
+    grams = {s[i : i + n] for s in secrets for i in range(len(s) - n + 1)}
+    if not grams:
+        return text
+    hidden = [False] * len(text)
+    for i in range(len(text) - n + 1):
+        if text[i : i + n] in grams:
+            hidden[i : i + n] = [True] * n
+    out, i = [], 0
+    while i < len(text):
+        if hidden[i]:
+            while i < len(text) and hidden[i]:
+                i += 1
+            out.append(MASK)
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
 def _mask_dsn(dsn: str) -> str:
+    """A `key=value` connection string with the value of every password key masked: the spans
+    libpq's own grammar gives them (`_keyword_secret_spans`), then by pattern what is left."""
+    for start, end in reversed(_keyword_secret_spans(dsn)):
+        dsn = dsn[:start] + MASK + dsn[end:]
     return _DSN_SECRET.sub(lambda m: m.group(1) + MASK, dsn)
+
+
+def _keyword_secret_spans(dsn: str) -> list[tuple[int, int]]:
+    """(start, end) of each password value in a `key=value` string, read as libpq reads one:
+    blanks around '=', a value quoted with ' or bare up to a blank, a backslash escaping the
+    next character in both. Where the string breaks that grammar after a password key (an
+    unterminated quote, no '='), the span runs to the end: libpq refuses it, but what follows
+    is still what the user meant as the password."""
+    spans: list[tuple[int, int]] = []
+    i, n = 0, len(dsn)
+    while True:
+        i = _skip_blanks(dsn, i)
+        if i >= n:
+            return spans
+        start = i
+        while i < n and dsn[i] != "=" and not dsn[i].isspace():
+            i += 1
+        secret = dsn[start:i].lower() in SECRET_PARAMS
+        i = _skip_blanks(dsn, i)
+        if i >= n or dsn[i] != "=":
+            return spans + ([(i, n)] if secret and i < n else [])
+        i = _skip_blanks(dsn, i + 1)
+        end = _value_end(dsn, i)
+        if secret and end > i:
+            spans.append((i, end))
+        i = end
+
+
+def _skip_blanks(text: str, i: int) -> int:
+    while i < len(text) and text[i].isspace():
+        i += 1
+    return i
+
+
+def _value_end(dsn: str, i: int) -> int:
+    """Where the value starting at `i` ends (past its closing quote); the end of the string
+    for an unterminated quote."""
+    quoted = i < len(dsn) and dsn[i] == "'"
+    i += quoted
+    while i < len(dsn):
+        if dsn[i] == "\\":
+            i += 2
+        elif (quoted and dsn[i] == "'") or (not quoted and dsn[i].isspace()):
+            return i + quoted
+        else:
+            i += 1
+    return len(dsn)
 
 
 def _mask_uri_rest(rest: str, url: str) -> str:
@@ -109,17 +189,26 @@ def _mask_uri_rest(rest: str, url: str) -> str:
         base = userinfo.split(":", 1)[0] + f":{MASK}@" + hostpart
     if qmark:
         query = "&".join(_mask_param(p) for p in query.split("&"))
-    return f"{base}{qmark}{query}"
+    return QUERY_SECRET.sub(lambda m: m.group(1) + MASK, f"{base}{qmark}{query}")
 
 
 def _split_uri_rest(rest: str, url: str) -> tuple[str, str, str]:
-    """(user info and host part, '?' or '', query) of the part of a URL after `scheme://`."""
-    base, qmark, query = rest.partition("?")
-    if "@" not in base and "@" in query and _password_spans_query(url):
-        userinfo, _, after = rest.rpartition("@")
-        base, qmark, query = after.partition("?")
-        base = f"{userinfo}@{base}"
-    return base, qmark, query
+    """(user info and host part, '?' or '', query) of the part of a URL after `scheme://`.
+
+    The user info ends at the last '@' before the query, so a raw '@', '/', '#', ':' or blank
+    in a password stays inside it (libpq ends it at the first '@': what follows is then read
+    as the host, and is still part of what the user wrote as the password). The query starts
+    at the first '?' after libpq's user info. An '@' after that '?' is a query value's
+    ('application_name=me@x') only when libpq reads user info and parses the whole URL; else
+    ('alice:s3cr3t@corp?2024@host', 'u:a/b?c@host') the user info runs to the last '@'."""
+    first_at = rest.find("@")
+    libpq_end = first_at if first_at >= 0 and "/" not in rest[:first_at] else -1
+    qmark_at = rest.find("?", libpq_end + 1)
+    if qmark_at >= 0 and "@" in rest[qmark_at:] and not (libpq_end >= 0 and _parses(url)):
+        qmark_at = rest.find("?", rest.rfind("@"))
+    if qmark_at < 0:
+        return rest, "", ""
+    return rest[:qmark_at], "?", rest[qmark_at + 1 :]
 
 
 def userinfo_password(url: str) -> str | None:
@@ -130,13 +219,13 @@ def userinfo_password(url: str) -> str | None:
     return userinfo.split(":", 1)[1] if sep and at and ":" in userinfo else None
 
 
-def _password_spans_query(url: str) -> bool:
-    """Whether the user info may run past a '?': libpq reads a password there (it ends user
-    info at the first '@' or '/', not at '?'), or cannot parse the URL at all."""
+def _parses(url: str) -> bool:
+    """Whether libpq parses the connection string."""
     try:
-        return bool(conninfo_to_dict(url).get("password"))
+        conninfo_to_dict(url)
     except (ProgrammingError, ValueError, TypeError):
-        return True
+        return False
+    return True
 
 
 def _mask_param(param: str) -> str:
@@ -151,10 +240,8 @@ def secret_values() -> list[str]:
         value = os.environ.get(name, "")
         if not value:
             continue
-        passwords = url_passwords(value)
-        if passwords or name in URL_ENV:
-            values += passwords
-        else:
+        values += url_passwords(value)
+        if name not in URL_ENV:
             values.append(value)
     return sorted({v for v in values if len(v) >= MIN_SECRET}, key=len, reverse=True)
 
@@ -168,7 +255,13 @@ def _forms(value: str) -> Iterator[str]:
 
 
 def scrub(text: str) -> str:
-    """The text with every secret value masked and every URL password hidden."""
+    """The text with every secret value masked and every URL password hidden: a connection
+    string from the environment shown as `mask_url` shows it (its password hidden whatever its
+    length or characters), then each secret value in each form."""
+    for name in URL_ENV:
+        value = os.environ.get(name, "")
+        if len(value) >= MIN_SECRET and value in text:
+            text = text.replace(value, mask_url(value))
     for value in secret_values():
         for form in _forms(value):
             text = text.replace(form, MASK)

@@ -22,7 +22,7 @@ from psycopg import sql
 
 from citegate.core import paths
 from citegate.core.errors import DatabaseError
-from citegate.core.redact import mask_url, mask_values, url_passwords
+from citegate.core.redact import mask_fragments, mask_url, mask_values, url_passwords
 from citegate.core.types import KIND_GROUPS
 from citegate.store import sizing
 
@@ -166,11 +166,14 @@ def apply_search_settings(conn: psycopg.Connection) -> dict[str, str]:
 
 def connect_error(url: str, exc: BaseException) -> str:
     """One line saying why `url` could not be opened, every password in it masked (libpq's
-    messages may quote a part of the URL, e.g. 'unexpected spaces found in "pa ss"')."""
+    messages may quote a part of the URL, e.g. 'unexpected spaces found in "pa ss"', or what
+    follows a raw '@' in a password as the host): the reason loses every run of 4 or more
+    characters it shares with a password of the URL or `PGPASSWORD` (`mask_fragments`)."""
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     what = "cannot connect to" if isinstance(exc, psycopg.OperationalError) else "invalid URL"
     hint = "" if isinstance(exc, psycopg.OperationalError) else " (check DATABASE_URL)"
-    reason = mask_values(mask_url(reason), url_passwords(url))
+    secrets = url_passwords(url) + [os.environ.get("PGPASSWORD", "")]
+    reason = mask_fragments(mask_values(mask_url(reason), secrets), secrets)
     return f"{what} {mask_url(url)}: {reason}{hint}"
 
 
