@@ -16,6 +16,7 @@ from citegate.core.errors import MODEL_ERROR
 from citegate.evaluation.clustered import cluster_rate_ci
 from citegate.evaluation.metrics import rate_ci_or_nan
 from citegate.pipeline.claimcheck import AnswerCheck, flag
+from citegate.pipeline.judge import JudgeSummary, PairJudgement, validator_agreement
 
 SUPPORTED_BAR = 0.95  # share of claims supported a composer must reach to answer in production
 
@@ -27,6 +28,7 @@ class AnswerRow:
 
     composer: str
     qid: str
+    question: str
     language: str
     group: str
     outcome: str
@@ -152,8 +154,60 @@ def production_composer(table: pd.DataFrame, preferred: Sequence[str]) -> str:
     return "extractive"
 
 
+def judge_table(summary: JudgeSummary) -> pd.DataFrame:
+    """The judge's verdict: its position bias (flip rate with its Wilson interval, slot A's
+    mean advantage), then, only for a usable judge, each answer name's mean scores and
+    wins/ties/losses (an unusable judge's scores are not shown: they measure the slot)."""
+    head = {
+        "judged pairs": summary.n_pairs,
+        "complete": summary.n_complete,
+        "decided": summary.n_decided,
+        "flip rate": summary.flip_rate,
+        "flip lo": summary.flip_ci[0],
+        "flip hi": summary.flip_ci[1],
+        "slot A advantage": summary.a_advantage,
+        "verdict": summary.verdict,
+        "model errors": sum(summary.errors.values()),
+    }
+    if not summary.per_name:
+        return pd.DataFrame([{"answer": "(no averaged scores)", **head}])
+    return pd.DataFrame(
+        [
+            {
+                "answer": n.name,
+                **n.means,
+                "wins": n.wins,
+                "ties": n.ties,
+                "losses": n.losses,
+                **head,
+            }
+            for n in summary.per_name.values()
+        ]
+    )
+
+
+def judge_agreement(judgements: Sequence[PairJudgement], rows: Sequence[AnswerRow]) -> float:
+    """Spearman correlation between the judge's faithfulness score of each judged answer (both
+    orders averaged) and the share of its claims the claim check supports (NaN when too few)."""
+    share = {
+        (r.composer, r.question): float(np.mean([c["status"] == "supported" for c in r.claims]))
+        for r in rows
+        if r.claims
+    }
+    judged, supported = [], []
+    for pair in judgements:
+        for name in pair.names:
+            faith = pair.mean_scores(name).get("faithfulness")
+            if faith is not None and (name, pair.question) in share:
+                judged.append(faith)
+                supported.append(share[(name, pair.question)])
+    return validator_agreement(judged, supported)
+
+
 __all__ = [
     "SUPPORTED_BAR",
+    "judge_agreement",
+    "judge_table",
     "AnswerRow",
     "claim_records",
     "claims_frame",

@@ -17,7 +17,9 @@ from citegate.core.errors import MODEL_ERROR, ConfigError
 from citegate.core.progress import bar
 from citegate.corpus.questions import load_set
 from citegate.models.embed import Embedder
+from citegate.pipeline.extractive import MAX_NOTES
 from citegate.pipeline.fallback import supported
+from citegate.pipeline.judge import PairJudgement, judge_pair
 from citegate.pipeline.llm_calls import CallOptions
 from citegate.pipeline.roles import RoleClients
 from citegate.pipeline.turn import Grounded, grounded_answer
@@ -96,7 +98,8 @@ def answer_one(
 ) -> AnswerRow:
     """One composer's checked answer to one question (outcome "gate" when the gate bailed)."""
     q = item.question
-    base = {"composer": name, "qid": q.id, "language": q.language, "group": q.group or q.id}
+    base = {"composer": name, "qid": q.id, "question": q.text, "language": q.language}
+    base["group"] = q.group or q.id
     if item.decision == "insufficient":
         return AnswerRow(**base, outcome="gate", status="gate: bail out", abstained="",
                          composed="", shown="", claims=(), seconds=0.0)  # fmt: skip
@@ -143,4 +146,56 @@ def answer_rows(
     return rows, skipped
 
 
-__all__ = ["EXTRACTIVE", "answer_one", "answer_rows", "answerable_test", "composer_kind", "outcome"]
+def judge_pairs(
+    items: Sequence[GroundedItem],
+    rows: Sequence[AnswerRow],
+    judge: str,
+    *,
+    limit: int,
+    max_tokens: int = 160,
+    progress: bool = False,
+) -> tuple[list[PairJudgement], str]:
+    """The blind pairwise judge (`pipeline.judge`, model `judge`) on the extractive answer
+    against each generative composer's, over up to `limit` questions both answered (in the
+    items' order), both orders each. Returns the judgements and "" or why the judge was
+    skipped (its model cannot run here, or no question has two answers)."""
+    usable, skipped = resolve_models([judge])
+    if judge not in usable:
+        return [], skipped.get(judge, "cannot run here")
+    answered = {(r.composer, r.qid): r for r in rows if r.outcome == "answered"}
+    rivals = sorted({r.composer for r in rows if r.composer != EXTRACTIVE})
+    work = [
+        (item, answered[(EXTRACTIVE, item.question.id)], answered[(rival, item.question.id)])
+        for rival in rivals
+        for item in items
+        if (EXTRACTIVE, item.question.id) in answered and (rival, item.question.id) in answered
+    ]
+    if not work:
+        return [], "no question was answered by the extractive and a generative composer"
+    taken: dict[str, int] = {}
+    chosen = []
+    for w in work:
+        if taken.get(w[2].composer, 0) < limit:
+            chosen.append(w)
+            taken[w[2].composer] = taken.get(w[2].composer, 0) + 1
+    options = CallOptions(max_tokens=max_tokens)
+    out: list[PairJudgement] = []
+    with model_client(judge, usable[judge]) as client:
+        for item, x, y in bar(chosen, desc=f"judge {judge}", unit="pair", disable=not progress):
+            notes = [c.text for c in item.notes[:MAX_NOTES]]
+            out.append(
+                judge_pair(client, item.question.text, notes, x.composed, y.composed,
+                           names=(x.composer, y.composer), options=options)
+            )  # fmt: skip
+    return out, ""
+
+
+__all__ = [
+    "EXTRACTIVE",
+    "answer_one",
+    "answer_rows",
+    "answerable_test",
+    "composer_kind",
+    "judge_pairs",
+    "outcome",
+]
