@@ -4,7 +4,15 @@ setting the server shows ('1536MB', '1.5GB') compares with the one sizing wants.
 from __future__ import annotations
 
 from citegate.store import db
-from citegate.store.sizing import GB, MB, Machine, SettingState, sized_settings
+from citegate.store.sizing import (
+    GB,
+    MB,
+    Machine,
+    SettingChange,
+    SettingState,
+    Sizing,
+    sized_settings,
+)
 
 
 def test_this_sandbox_two_cores_24_gib() -> None:
@@ -44,3 +52,20 @@ def test_an_index_graph_is_read_back_from_its_storage_options() -> None:
     assert db.HnswGraph.from_options(None) == db.HnswGraph()
     assert db.HnswGraph.from_options(["m=32", "ef_construction=128"]) == db.HnswGraph(32, 128)
     assert db.HnswGraph.from_options(["m=24"]) == db.HnswGraph(24, 64)
+
+
+def test_an_undo_puts_back_what_alter_system_had_or_resets() -> None:
+    done = Sizing(
+        [
+            SettingChange("work_mem", "4MB", "96MB", None),  # from the files or the default
+            SettingChange("shared_buffers", "128MB", "3072MB", "256MB"),  # pending before
+            SettingChange("search_path", "x", "y", "it's"),
+        ],
+        ["shared_buffers"],
+    )
+    assert done.undo_command() == (
+        'psql "$DATABASE_URL" -c "ALTER SYSTEM RESET work_mem" '
+        "-c \"ALTER SYSTEM SET shared_buffers = '256MB'\" "
+        "-c \"ALTER SYSTEM SET search_path = 'it''s'\" "
+        '-c "SELECT pg_reload_conf()"'
+    )

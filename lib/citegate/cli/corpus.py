@@ -106,14 +106,30 @@ def _print_sizing(conn: psycopg.Connection, *, external: bool, apply: bool) -> N
     machine = sizing.this_machine()
     wanted = sizing.sized_settings(machine)
     if apply:
-        waiting = sizing.apply_sizing(conn, wanted)
-        print(f"sizing        applied; restart the server for: {', '.join(waiting) or 'nothing'}")
+        _print_applied(sizing.size_server(conn, wanted))
     print(f"sizing        for {machine.memory / sizing.GB:.1f} GiB, {machine.cores} cores")
     for st in sizing.states(conn, wanted):
-        mark = "ok" if st.ok else "pending restart" if st.pending_restart else f"sized: {st.wanted}"
-        print(f"  {st.name:<33} {st.current:<8} {mark}")
+        print(f"  {st.name:<33} {st.current:<8} {_sizing_mark(st)}")
     if external and not apply and not all(s.ok for s in sizing.states(conn, wanted)):
         print("  (DATABASE_URL: left as it is; `citegate doctor --size-server` applies the sizing)")
+
+
+def _sizing_mark(st: sizing.SettingState) -> str:
+    if st.pending_restart:
+        return "pending restart" if not st.ok else "ok now; another value waits for a restart"
+    return "ok" if st.ok else f"sized: {st.wanted}"
+
+
+def _print_applied(done: sizing.Sizing) -> None:
+    """Each setting written with its old and new value, what waits for a restart (as the
+    server's pg_settings says), and the one line that undoes the change."""
+    print(f"sizing        applied: {len(done.changes)} setting(s) written")
+    for c in done.changes:
+        was = f" (ALTER SYSTEM had {c.previous})" if c.previous not in (None, c.old) else ""
+        print(f"  {c.name:<33} {c.old} -> {c.new}{was}")
+    print(f"  restart the server for: {', '.join(done.waiting) or 'nothing'}")
+    if done.changes:
+        print(f"  to undo: {done.undo_command()}")
 
 
 def _print_dense_index(conn: psycopg.Connection, embedder_id: str) -> None:

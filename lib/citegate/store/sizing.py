@@ -15,6 +15,7 @@ machine with the embedder and the local LLM, so it takes an eighth of memory for
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,16 +117,100 @@ def states(conn: psycopg.Connection, wanted: dict[str, str]) -> list[SettingStat
     return out
 
 
+@dataclass(frozen=True)
+class SettingChange:
+    """One setting `apply_sizing` wrote: the value the server ran with before, the one written,
+    and what `ALTER SYSTEM` had written for it before (None: nothing, the server's files or
+    default decided), so the change can be undone exactly."""
+
+    name: str
+    old: str
+    new: str
+    previous: str | None
+
+    @property
+    def undo(self) -> str:
+        """The SQL statement that puts the server's configuration back as it was."""
+        if self.previous is None:
+            return f"ALTER SYSTEM RESET {self.name}"
+        return f"ALTER SYSTEM SET {self.name} = {_quote(self.previous)}"
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """What `size_server` did: the settings it wrote, and every setting the server says waits
+    for a restart (`pg_settings.pending_restart`, read after the reload; a change made by
+    someone else before counts too, since a restart applies it as well)."""
+
+    changes: list[SettingChange]
+    waiting: list[str]
+
+    def undo_command(self) -> str:
+        """One shell line that undoes `changes` (psql runs each -c on its own, as ALTER SYSTEM
+        must be)."""
+        steps = [c.undo for c in self.changes] + ["SELECT pg_reload_conf()"]
+        return 'psql "$DATABASE_URL" ' + " ".join(f'-c "{s}"' for s in steps)
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def size_server(conn: psycopg.Connection, wanted: dict[str, str]) -> Sizing:
+    """Write with `ALTER SYSTEM` every setting that differs from `wanted` or has another value
+    waiting for a restart (a restart would otherwise undo the sizing), reload, and read back
+    which settings wait for a restart (needs a superuser)."""
+    todo = [s for s in states(conn, wanted) if not s.ok or s.pending_restart]
+    written = _system_values(conn, [s.name for s in todo])
+    changes = [
+        SettingChange(
+            s.name, s.current, wanted[s.name], s.current if written is None else written.get(s.name)
+        )
+        for s in todo
+    ]
+    for change in changes:
+        conn.execute(f"ALTER SYSTEM SET {change.name} = {_quote(change.new)}")
+    if changes:
+        reload_conf(conn)
+    return Sizing(changes, pending_restart(conn))
+
+
 def apply_sizing(conn: psycopg.Connection, wanted: dict[str, str]) -> list[str]:
-    """Write every setting that differs with `ALTER SYSTEM` and reload; returns the names that
-    take effect only after a restart (needs a superuser)."""
-    changed = [s.name for s in states(conn, wanted) if not s.ok]
-    for name in changed:
-        conn.execute(f"ALTER SYSTEM SET {name} = '{wanted[name]}'")
-    if not changed:
-        return []
+    """`size_server`, returning the names of the settings that wait for a restart."""
+    return size_server(conn, wanted).waiting
+
+
+def pending_restart(conn: psycopg.Connection) -> list[str]:
+    """Every setting whose configured value takes effect only after a restart."""
+    rows = conn.execute("SELECT name FROM pg_settings WHERE pending_restart ORDER BY name")
+    return [r[0] for r in rows.fetchall()]
+
+
+def reload_conf(conn: psycopg.Connection, timeout_s: float = 10.0) -> None:
+    """Reload the server's configuration and wait until this session has re-read it (the
+    reload is a signal: until then `pg_settings` still shows the old state)."""
+    before = conn.execute("SELECT pg_conf_load_time()").fetchone()[0]
     conn.execute("SELECT pg_reload_conf()")
-    at_start = conn.execute(
-        "SELECT name FROM pg_settings WHERE context = 'postmaster' AND name = ANY(%s)", (changed,)
-    ).fetchall()
-    return sorted(r[0] for r in at_start)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if conn.execute("SELECT pg_conf_load_time()").fetchone()[0] > before:
+            return
+        time.sleep(0.02)
+
+
+def _system_values(conn: psycopg.Connection, names: list[str]) -> dict[str, str] | None:
+    """What `ALTER SYSTEM` has written for `names` (postgresql.auto.conf, read through
+    pg_file_settings); None where the role may not read that view (an undo then sets the value
+    the server ran with)."""
+    if not names:
+        return {}
+    try:
+        with conn.transaction():
+            rows = conn.execute(
+                "SELECT name, setting FROM pg_file_settings WHERE name = ANY(%s) "
+                "AND sourcefile LIKE '%%postgresql.auto.conf' ORDER BY seqno",
+                (names,),
+            ).fetchall()
+    except psycopg.errors.InsufficientPrivilege:
+        return None
+    return {name: setting for name, setting in rows}

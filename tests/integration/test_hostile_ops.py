@@ -1,0 +1,88 @@
+"""Operating citegate against a hostile but realistic setup: a server with a configuration change
+waiting for a restart, a terminal that closes the pipe early. The command must say what is true
+(what waits for a restart, how to undo what it wrote) and end quietly, never with a traceback."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from citegate.cli import main
+from citegate.store import db, sizing
+
+pytestmark = pytest.mark.db
+
+
+@pytest.fixture()
+def own_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A server of its own (ALTER SYSTEM changes a whole server, not one database), sized for a
+    small machine so the test does not depend on this one."""
+    machine = sizing.Machine(memory=2 * sizing.GB, cores=2)
+    monkeypatch.setattr(sizing, "this_machine", lambda: machine)
+    folder = Path(tempfile.mkdtemp(prefix="citegate-pg-"))
+    try:
+        url = db.start_embedded(folder / "pgdata")
+        monkeypatch.setenv("DATABASE_URL", url)
+        yield url
+    finally:
+        db.stop_embedded(folder / "pgdata")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def sizing_lines(out: str) -> list[str]:
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("sizing        applied"))
+    end = next(i for i, line in enumerate(lines) if line.startswith("sizing        for"))
+    return lines[start:end]
+
+
+def test_size_server_reports_a_restart_pending_from_before(
+    own_server: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wanted = sizing.sized_settings(sizing.this_machine())
+    with psycopg.connect(own_server, autocommit=True) as c:
+        assert c.execute("SHOW shared_buffers").fetchone() == (wanted["shared_buffers"],)
+        c.execute("ALTER SYSTEM SET max_connections = '150'")  # not sized: only pending
+        c.execute("ALTER SYSTEM SET shared_buffers = '384MB'")  # sized: a restart would undo it
+        c.execute("SELECT pg_reload_conf()")
+    assert main(["doctor", "--size-server"]) == 0
+    lines = sizing_lines(capsys.readouterr().out)
+    # shared_buffers is written back to its sized value (shown with what ALTER SYSTEM had), the
+    # pending max_connections change is named: a restart applies it
+    assert any(
+        "shared_buffers" in line and f"-> {wanted['shared_buffers']}" in line and "384MB" in line
+        for line in lines
+    ), lines
+    assert "  restart the server for: max_connections" in lines, lines
+    undo = next(line for line in lines if line.startswith("  to undo: "))
+    assert "-c \"ALTER SYSTEM SET shared_buffers = '384MB'\"" in undo, undo
+    with psycopg.connect(own_server, autocommit=True) as c:
+        pending = c.execute("SELECT name FROM pg_settings WHERE pending_restart").fetchall()
+        assert pending == [("max_connections",)]
+
+
+def test_size_server_prints_old_and_new_values_and_an_undo_that_works(
+    own_server: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with psycopg.connect(own_server, autocommit=True) as c:
+        c.execute("ALTER SYSTEM RESET work_mem")  # as a server never sized: the default
+        sizing.reload_conf(c)
+        before = c.execute("SHOW work_mem").fetchone()[0]
+    wanted = sizing.sized_settings(sizing.this_machine())["work_mem"]
+    assert before != wanted
+    assert main(["doctor", "--size-server"]) == 0
+    lines = sizing_lines(capsys.readouterr().out)
+    assert f"  {'work_mem':<33} {before} -> {wanted}" in lines, lines
+    undo = next(line for line in lines if line.startswith("  to undo: "))
+    assert '-c "ALTER SYSTEM RESET work_mem"' in undo, undo
+    psql = [a.strip('"') for a in undo.removeprefix("  to undo: psql ").split(" -c ")[1:]]
+    with psycopg.connect(own_server, autocommit=True) as c:
+        for statement in psql:  # what `psql -c ... -c ...` runs, one statement at a time
+            c.execute(statement)
+        sizing.reload_conf(c)
+        assert c.execute("SHOW work_mem").fetchone() == (before,)
