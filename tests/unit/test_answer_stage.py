@@ -14,7 +14,7 @@ import pytest
 from conftest import make_candidate
 from llm_stub import DOWN, reply, stub_server
 
-from citegate.core.config import PipelineConfig
+from citegate.core.config import SUPPORT_MODES, PipelineConfig
 from citegate.core.errors import ConfigError
 from citegate.core.types import ClaimStatus, RetrievalResult
 from citegate.models.embed import default_embedder
@@ -24,6 +24,7 @@ from citegate.pipeline.claimcheck import check_answer, shown_text
 from citegate.pipeline.compose import ABSTENTION, abstention, closed_book_messages
 from citegate.pipeline.extractive import Sentence, extract, note_sentences, pick
 from citegate.pipeline.roles import RoleClients, role_model
+from citegate.pipeline.support import MODES
 
 EMB = default_embedder()
 SOUL = make_candidate(
@@ -240,3 +241,9 @@ def test_a_paragraph_break_ends_a_sentence() -> None:
         "So the soul passes into another body.",
         "dehino smin yatha dehe kaumaram",
     ]
+
+
+def test_the_config_names_every_support_mode_the_scorer_knows() -> None:
+    assert SUPPORT_MODES == MODES
+    with pytest.raises(ConfigError, match="support_mode must be one of"):
+        PipelineConfig(support_mode="qp-paragraph")

@@ -84,6 +84,7 @@ GATES = ("coverage", "two_scale", "learned")
 # Who writes a grounded answer (`PipelineConfig.composer`) and what an unsupported claim gets.
 COMPOSERS = ("extractive", "generative", "outline")
 CLAIM_POLICIES = ("flag", "remove")
+SUPPORT_MODES = tuple(f"{r}-{u}" for r in ("qp", "qq", "pp") for u in ("note", "sentence"))
 # When the second fanout round runs (`PipelineConfig.fanout`).
 FANOUTS = ("gate", "always")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -171,9 +172,12 @@ class PipelineConfig:
     composer: str = "extractive"
     composer_temperature: float = 0.1  # 0.0 makes small open models repeat themselves
     extract_sentences: int = 3  # extractive composer: sentences in the answer
-    # Claim check: a claim is supported when a note it cites scores >= support_threshold
-    # (`pipeline.support`); what an unsupported claim gets (CLAIM_POLICIES): flag | remove.
+    # Claim check: a claim is supported when a note it cites scores >= support_threshold, the
+    # score computed as support_mode says (SUPPORT_MODES, `pipeline.support`: qp-note is the
+    # design's claim-as-query against the whole chunk); what an unsupported claim gets
+    # (CLAIM_POLICIES): flag | remove.
     support_threshold: float = 0.50
+    support_mode: str = "qp-note"
     unsupported_claims: str = "flag"
     # Learned gate (gate: learned): the model file, relative to the experiments/ folder (e.g.
     # "models/gate-<digest12>.json"), and the sha256 hex digest of its bytes. Ignored otherwise.
@@ -229,7 +233,11 @@ class PipelineConfig:
             out.append(f"fanout must be one of {', '.join(FANOUTS)}, got {self.fanout!r}")
         out += [
             f"{k} must be one of {', '.join(allowed)}, got {getattr(self, k)!r}"
-            for k, allowed in (("composer", COMPOSERS), ("unsupported_claims", CLAIM_POLICIES))
+            for k, allowed in (
+                ("composer", COMPOSERS),
+                ("unsupported_claims", CLAIM_POLICIES),
+                ("support_mode", SUPPORT_MODES),
+            )
             if getattr(self, k) not in allowed
         ]
         if self.gate not in GATES:

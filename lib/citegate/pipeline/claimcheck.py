@@ -2,8 +2,8 @@
 
 A composed answer cites notes by bare number (`[2]`). After composing, the answer is split into
 claims (`citations.split_claims`); every claim and every note it cites are scored together by
-the support scorer (`support_scores`: the retrieval embedder, claims and notes in ONE batched
-call); a claim is supported when ANY note it cites reaches `threshold` (one supporting source
+the support scorer (`support.support_scores`: the retrieval embedder, claims and notes in
+one batched call per prefix); a claim is supported when ANY note it cites reaches `threshold` (one supporting source
 suffices). Each claim's verdict travels with the answer (`ClaimStatus`): supported, unsupported,
 uncited (states something and cites nothing), fabricated (cites only numbers never offered; a
 never-offered number beside an offered one is listed too). Notes offered but cited by no claim
@@ -21,21 +21,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from citegate.core.types import ClaimStatus
-from citegate.models.embed import Embedder
 from citegate.pipeline.citations import Claim, split_claims
 
 # claims x notes -> support scores (rows: claims, columns: notes)
 Scorer = Callable[[Sequence[str], Sequence[str]], np.ndarray]
-
-
-def support_scores(embedder: Embedder, claims: Sequence[str], notes: Sequence[str]) -> np.ndarray:
-    """Cosines claims x notes, both embedded as queries in ONE batched call: the symmetric
-    (text-to-text) use of the e5 embedder, where a claim and a note are two statements to
-    compare rather than a question and a passage. Zeros when either side is empty."""
-    if not claims or not notes:
-        return np.zeros((len(claims), len(notes)), dtype=np.float32)
-    vectors = embedder.embed_queries([*claims, *notes])
-    return np.asarray(vectors[: len(claims)] @ vectors[len(claims) :].T, dtype=np.float32)
 
 
 @dataclass(frozen=True)
@@ -183,5 +172,4 @@ __all__ = [
     "check_answer",
     "flag",
     "shown_text",
-    "support_scores",
 ]

@@ -28,7 +28,7 @@ from citegate.core.types import Branch, CallStatus, Candidate, Decision, Retriev
 from citegate.models.embed import Embedder
 from citegate.models.llm import ChatClient
 from citegate.models.rerank import Reranker
-from citegate.pipeline.claimcheck import AnswerCheck, check_answer, shown_text, support_scores
+from citegate.pipeline.claimcheck import AnswerCheck, check_answer, shown_text
 from citegate.pipeline.compose import Composed, abstention, compose_closed_book
 from citegate.pipeline.extractive import MAX_NOTES, extract
 from citegate.pipeline.fallback import NOT_FOUND, FallbackAnswer, fallback_turn, supported
@@ -38,6 +38,7 @@ from citegate.pipeline.plan import clean_question
 from citegate.pipeline.render import where
 from citegate.pipeline.retrieve import retrieve
 from citegate.pipeline.roles import RoleClients
+from citegate.pipeline.support import support_scores
 
 
 @dataclass
@@ -194,10 +195,10 @@ def checked(
     return check_answer(
         composed_text,
         offered,
-        lambda claims, notes: support_scores(embedder, claims, notes),
+        lambda claims, notes: support_scores(embedder, claims, notes, cfg.support_mode),
         cfg.support_threshold,
         policy=policy or cfg.unsupported_claims,
-        scorer_id=str(getattr(embedder, "id", "unknown")),
+        scorer_id=f"{getattr(embedder, 'id', 'unknown')} {cfg.support_mode}",
     )
 
 
