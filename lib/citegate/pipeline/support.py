@@ -11,6 +11,13 @@ A mode is `<claim role><note role>-<unit>`:
 
 Whatever the mode, a call embeds the claims and the notes (or their sentences) in ONE batched
 call when both sides take the same role, and in one call per role otherwise.
+
+`DEFAULT_MODE` is `qp-sentence`, measured on the claim set's tune part (1,400 pairs, 656 tune;
+AUROC with the bundled multilingual-e5-small): qp-sentence 0.963 (gita 0.941, xquad 0.981),
+qq-sentence 0.959, pp-sentence 0.945, qp-note 0.863, qq-note 0.860, pp-note 0.806. Whole notes
+lose because cross-lingual and same-language pairs then sit at different cosine levels (xquad
+alone 0.873 for qp-note), which one threshold cannot serve; the best sentence puts them on one
+scale.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from citegate.models.embed import Embedder
 ROLES = ("qp", "qq", "pp")
 UNITS = ("note", "sentence")
 MODES = tuple(f"{r}-{u}" for r in ROLES for u in UNITS)
+DEFAULT_MODE = "qp-sentence"
 _PARAGRAPH = re.compile(r"\n\s*\n")
 
 
@@ -61,7 +69,7 @@ def _vectors(
 
 
 def support_scores(
-    embedder: Embedder, claims: Sequence[str], notes: Sequence[str], mode: str = "qp-note"
+    embedder: Embedder, claims: Sequence[str], notes: Sequence[str], mode: str = DEFAULT_MODE
 ) -> np.ndarray:
     """Support scores claims x notes (rows: claims, columns: notes) in `mode` (`MODES`): the
     cosine of the claim with the note, or with the note's best-matching sentence. Zeros when
@@ -78,7 +86,7 @@ def support_scores(
 
 
 def pair_scores(
-    embedder: Embedder, claims: Sequence[str], notes: Sequence[str], mode: str = "qp-note"
+    embedder: Embedder, claims: Sequence[str], notes: Sequence[str], mode: str = DEFAULT_MODE
 ) -> np.ndarray:
     """The support score of each aligned (claims[i], notes[i]) pair, each distinct text embedded
     once (`support_scores` over the distinct claims and notes, then read pair by pair)."""
