@@ -37,7 +37,7 @@ def test_russian_question_finds_russian_xquad_through_both_lanes(
 
 
 @pytest.mark.parametrize(
-    "q", ["'; DROP TABLE fragments; --", "%s %(x)s \\ ' \" ; <<% @@ :*", "soul " * 2000]
+    "q", ["'; DROP TABLE fragments; --", "%s %(x)s \\ ' \" ; <<% @@ :*", "soul " * 400]
 )
 def test_sql_metacharacters_and_long_questions_are_harmless(
     demo: psycopg.Connection, emb, q: str

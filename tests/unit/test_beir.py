@@ -178,8 +178,9 @@ def test_split_set_relabels_fully_held_out_questions(tmp_path: Path) -> None:
 def test_holdout_field_must_be_on_every_document(tmp_path: Path) -> None:
     docs = [*DOCS[:2], {"_id": "x", "text": "no metadata"}]
     coll = read_collection(beir(tmp_path, docs, qrels=["q0\td0\t1"]))
-    with pytest.raises(ImportProblems, match=r"corpus.jsonl:3: --holdout-by a"):
+    with pytest.raises(InputError, match=r"corpus.jsonl: record 3: --holdout-by 'a': ") as e:
         check_holdout_field(coll, Holdout(0.5, "a"))
+    assert "\n" not in str(e.value) and "1 of 3 documents (first: 'x')" in str(e.value)
 
 
 def test_out_of_scope_file_lines_or_jsonl(tmp_path: Path) -> None:

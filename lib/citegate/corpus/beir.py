@@ -38,6 +38,7 @@ from citegate.core.inputs import (
     id_problem,
     loads_json,
     megabytes,
+    question_problem,
     text_problem,
 )
 from citegate.core.inputs import check_name as check_printable_name
@@ -240,6 +241,20 @@ def _record_text(path: Path, n: int, rec: Mapping[str, Any], key: str, pr: Probl
     return value
 
 
+def _question_text(
+    path: Path, n: int, rec: Mapping[str, Any], key: str, pr: Problems
+) -> str | None:
+    """A question record's text (`_record_text`), also refused over the question limit
+    (`inputs.question_problem`): a question the pipeline would refuse is refused at import, with
+    its line, not in the middle of a study."""
+    text = _record_text(path, n, rec, key, pr)
+    problem = None if text is None else question_problem(text)
+    if problem:
+        pr.add(path, n, f"{key!r} {problem}")
+        return None
+    return text
+
+
 def _first_seen(
     seen: dict[str, int], key: str, path: Path, n: int, what: str, pr: Problems
 ) -> bool:
@@ -279,7 +294,7 @@ def read_queries(path: Path, pr: Problems) -> dict[str, Query]:
     seen: dict[str, int] = {}
     for n, rec in _json_records(path, pr):
         qid = _record_id(path, n, rec, "_id", pr)
-        text = _record_text(path, n, rec, "text", pr)
+        text = _question_text(path, n, rec, "text", pr)
         if qid is None or not _first_seen(seen, qid, path, n, "_id", pr):
             continue
         if text is not None:
@@ -462,7 +477,7 @@ def _question_row(
     path: Path, n: int, rec: Mapping[str, Any], docs: Mapping[str, Document], pr: Problems
 ) -> Query | None:
     qid = _record_id(path, n, rec, "id", pr)
-    text = _record_text(path, n, rec, "text", pr)
+    text = _question_text(path, n, rec, "text", pr)
     gold = rec.get("gold")
     if isinstance(gold, str):
         gold = [g.strip() for g in gold.split(";") if g.strip()]
@@ -498,32 +513,75 @@ def read_out_of_scope(path: Path, language: str) -> list[tuple[str, str, str]]:
     else:
         records = _json_records(Path(path), pr)
     for n, rec in records:
-        text = _record_text(Path(path), n, rec, "text", pr)
-        qid = str(rec.get("id") or f"oos-{n}")
-        if text is not None and _first_seen(seen, qid, Path(path), n, "id", pr):
-            out.append((qid, " ".join(text.split()), str(rec.get("language") or language)))
+        text = _question_text(Path(path), n, rec, "text", pr)
+        given = rec.get("id") not in (None, "")
+        qid = _record_id(Path(path), n, rec, "id", pr) if given else f"oos-{n}"
+        lang = _language(Path(path), n, rec, language, pr)
+        if text is None or qid is None or lang is None:
+            continue
+        if _first_seen(seen, qid, Path(path), n, "id", pr):
+            out.append((qid, " ".join(text.split()), lang))
     if not out and not pr.items:
         pr.add(path, "-", "no questions")
     pr.raise_any()
     return out
 
 
+def _language(path: Path, n: int, rec: Mapping[str, Any], default: str, pr: Problems) -> str | None:
+    """A record's optional `language` (a short printable code), else `default`; None after
+    adding a problem."""
+    value = rec.get("language")
+    if value is None or value == "":
+        return default
+    if not isinstance(value, str):
+        pr.add(path, n, f"'language' must be a string, not {type(value).__name__}")
+        return None
+    problem = id_problem(value, 16)
+    if problem:
+        pr.add(path, n, f"language {_cut(value)} {problem}")
+        return None
+    return value
+
+
 def check_holdout_field(collection: Collection, holdout: Holdout | Folds) -> dict[str, str | None]:
     """document id -> its value of the holdout (or fold) rule's field (every document must have
-    it as a string or number); None values when the rule is over documents."""
+    it as a string or number); None values when the rule is over documents. A field some
+    document lacks is refused in one line (`InputError`): how many documents lack it, the first
+    one, and the fields every document has (what `--holdout-by` may name)."""
     if holdout.field is None:
         return {d: None for d in collection.documents}
-    pr = Problems()
     out: dict[str, str | None] = {}
+    lacking: list[Document] = []
     for d, doc in collection.documents.items():
         value = doc.metadata.get(holdout.field)
-        if isinstance(value, bool) or not isinstance(value, str | int | float) or value == "":
-            pr.add(
-                collection.root / CORPUS_FILE,
-                doc.line,
-                f"--holdout-by {holdout.field}: metadata.{holdout.field} missing or not a "
-                "string/number",
-            )
-        out[d] = str(value)
-    pr.raise_any()
+        if _field_value(value):
+            out[d] = str(value)
+        else:
+            lacking.append(doc)
+    if lacking:
+        first = lacking[0]
+        raise InputError(
+            collection.root / CORPUS_FILE,
+            first.line,
+            f"--holdout-by {_cut(holdout.field)}: missing or not a string/number in the "
+            f"metadata of {len(lacking)} of {len(collection.documents)} documents (first: "
+            f"{_cut(first.id)}); fields every document has: {_shared_fields(collection)}",
+        )
     return out
+
+
+def _field_value(value: object) -> bool:
+    """Whether a metadata value can name a holdout unit: a non-empty string or a number."""
+    return not isinstance(value, bool) and isinstance(value, str | int | float) and value != ""
+
+
+def _shared_fields(collection: Collection, shown: int = 10) -> str:
+    """The metadata fields every document holds as a string or number (`--holdout-by`'s
+    choices), comma-separated, or 'none'."""
+    docs = list(collection.documents.values())
+    fields = set(docs[0].metadata) if docs else set()
+    for doc in docs:
+        fields &= {k for k, v in doc.metadata.items() if _field_value(v)}
+    names = sorted(_cut(f) for f in fields)
+    more = f" (and {len(names) - shown} more)" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more if names else "none"

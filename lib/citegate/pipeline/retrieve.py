@@ -49,6 +49,7 @@ from citegate.pipeline.cut import (
 from citegate.pipeline.decide import decide
 from citegate.pipeline.gate import question_language, verdict
 from citegate.pipeline.plan import OfflinePlanner, Planner, clean_question, keywords
+from citegate.store.presence import require_fragments
 
 # Bump when lanes or collection change what a trace holds: cached traces are keyed on it.
 # 4: hnsw.iterative_scan relaxed_order (store.db.connect); 5: `exact_dense`, and exact dense scans
@@ -210,9 +211,12 @@ def collect(
     """Run the plan and every lane (both fanout rounds, and the named lane on the question),
     fetch cosines, rerank; build the trace.
     `batched_lanes=False` runs each lane once per text instead of one statement for both rounds
-    (same trace; kept for the equality test and the bench)."""
+    (same trace; kept for the equality test and the bench). A corpus of `cfg.corpora` that
+    holds no fragment for the embedder is refused first (`store.presence.require_fragments`:
+    `EmptyCorpus`), so no trace of an empty search is ever made or answered "insufficient"."""
     if embedder.id != cfg.embedder:
         raise ConfigError(f"config names embedder {cfg.embedder!r} but {embedder.id!r} is in use")
+    require_fragments(conn, embedder.id, cfg.corpora)
     t: dict[str, float] = {}
     clock = time.perf_counter()
     plan = (planner or OfflinePlanner()).plan(question)
@@ -312,7 +316,8 @@ def retrieve(
     and why: `result.decided_by`) and the full trace. The coverage rounds decide the fanout;
     with gate=learned the `LearnedGate` then decides (`gate`, else the model file the config
     names, `store.production.load_gate`). `QuestionError` for a question with nothing to search
-    (`plan.clean_question`)."""
+    or too long to be one (`plan.clean_question`); `EmptyCorpus` for a corpus without fragments
+    (`collect`)."""
     question = clean_question(question)
     trace = collect(conn, question, cfg, embedder, reranker, planner, exact_check=exact_check)
     clock = time.perf_counter()
