@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from citegate.core.errors import MODEL_ERROR
+from citegate.core.errors import MAX_MODEL_ERROR_SHARE, MODEL_ERROR, check_model_errors
 from citegate.evaluation.clustered import cluster_rate_ci
 from citegate.evaluation.metrics import rate_ci_or_nan
 from citegate.pipeline.claimcheck import AnswerCheck, flag
@@ -61,6 +61,14 @@ def claim_records(check: AnswerCheck | None) -> tuple[dict[str, Any], ...]:
         }
         for v in check.verdicts
     )
+
+
+def answers_frame(rows: Sequence[AnswerRow]) -> pd.DataFrame:
+    """One row per answer (its claims counted, not listed)."""
+    frame = pd.DataFrame([r.to_dict() for r in rows])
+    if len(frame):
+        frame["claims"] = [len(r.claims) for r in rows]
+    return frame
 
 
 def claims_frame(rows: Sequence[AnswerRow]) -> pd.DataFrame:
@@ -204,8 +212,28 @@ def judge_agreement(judgements: Sequence[PairJudgement], rows: Sequence[AnswerRo
     return validator_agreement(judged, supported)
 
 
+def check_errors(
+    rows: Sequence[AnswerRow],
+    judgements: Sequence[PairJudgement],
+    judge: str,
+    max_share: float = MAX_MODEL_ERROR_SHARE,
+) -> dict[str, int]:
+    """Failed calls per composer (its answers the gate let through) and of the judge (each
+    order of each pair); `ModelFailure` when any share exceeds `max_share`: an outage is no
+    composer or judge behaviour, so the run fails instead of scoring it."""
+    statuses: dict[str, list[str]] = {}
+    for r in rows:
+        if r.outcome != "gate":
+            statuses.setdefault(r.composer, []).append(r.status)
+    for pair in judgements:
+        statuses.setdefault(f"judge {judge}", []).extend(o.status for o in pair.orders)
+    return check_model_errors(statuses, max_share, "calls")
+
+
 __all__ = [
     "SUPPORTED_BAR",
+    "answers_frame",
+    "check_errors",
     "judge_agreement",
     "judge_table",
     "AnswerRow",

@@ -4,6 +4,7 @@ chosen by the value it reports (a composer "passes" only when its measured share
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -67,4 +68,84 @@ def plot_composers(table: pd.DataFrame) -> Any:
     return fig
 
 
-__all__ = ["composer_lines", "plot_composers"]
+def plot_scores(pairs: Sequence[Any], scores: Any, threshold: float) -> Any:
+    """Support scores of supported and unsupported pairs of the test part, per corpus, with the
+    certified threshold."""
+    import matplotlib.pyplot as plt
+
+    corpora = sorted({p.corpus for p in pairs})
+    fig, axes = plt.subplots(1, len(corpora), figsize=(4.2 * len(corpora), 3.2), squeeze=False)
+    for ax, corpus in zip(axes[0], corpora, strict=True):
+        for label, colour, name in ((1, "#4c72b0", "supported"), (0, "#c44e52", "unsupported")):
+            s = [float(x) for p, x in zip(pairs, scores, strict=True)
+                 if p.corpus == corpus and p.split == "test" and p.label == label]  # fmt: skip
+            ax.hist(s, bins=30, alpha=0.6, color=colour, label=f"{name} ({len(s)})")
+        if math.isfinite(threshold):
+            ax.axvline(threshold, color="black", ls="--", lw=1, label=f"certified {threshold:.3f}")
+        ax.set_title(f"{corpus}: test pairs")
+        ax.set_xlabel("support score")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def examples(rows: Sequence[Any], per_composer: int = 2) -> pd.DataFrame:
+    """A few answers of each composer as the user reads them, with their claim verdicts."""
+    out, seen = [], {}
+    for r in rows:
+        if r.outcome != "answered" or seen.get(r.composer, 0) >= per_composer:
+            continue
+        seen[r.composer] = seen.get(r.composer, 0) + 1
+        verdicts = ", ".join(c["status"] for c in r.claims)
+        out.append(
+            {
+                "composer": r.composer,
+                "question": r.question,
+                "answer": r.shown,
+                "verdicts": verdicts,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def judge_line(summary: Any, agreement: float, judge: str, skipped: str) -> str:
+    """One paragraph on the judge: skipped, unusable (its bias), or usable with its agreement."""
+    if skipped:
+        return f"The judge `{judge}` did not run: {skipped}."
+    lo, hi = summary.flip_ci
+    bias = (
+        f"its preferred answer flipped with the order in {summary.flips} of {summary.n_decided} "
+        f"decided pairs ({_pct(summary.flip_rate)}, 95% CI {_pct(lo)}–{_pct(hi)}; slot A's mean "
+        f"advantage {summary.a_advantage:+.2f} points)"
+    )
+    if not summary.usable:
+        return (
+            f"The judge `{judge}` is **{summary.verdict}**: {bias}. Its scores measure the slot, "
+            "not the answer, so none is averaged or compared here."
+        )
+    agree = "not measurable" if not math.isfinite(agreement) else f"Spearman ρ = {agreement:.2f}"
+    return (
+        f"The judge `{judge}` is {summary.verdict}: {bias}. Its faithfulness scores against the "
+        f"claim check's supported share per answer: {agree}."
+    )
+
+
+def config_table(cfg: Any, recommended: Any, params: dict[str, Any]) -> pd.DataFrame:
+    """The config the answers were checked with, what the run recommends, and its parameters."""
+    rows = {
+        **{k: v for k, v in cfg.to_dict().items()},
+        **{f"param {k}": v for k, v in params.items()},
+    }
+    for k in ("composer", "support_mode", "support_threshold"):
+        rows[f"recommended {k}"] = getattr(recommended, k)
+    return pd.DataFrame({"key": list(rows), "value": [str(v) for v in rows.values()]})
+
+
+__all__ = [
+    "composer_lines",
+    "config_table",
+    "examples",
+    "judge_line",
+    "plot_composers",
+    "plot_scores",
+]

@@ -32,16 +32,15 @@ from citegate.studies.fallback.compute import FallbackQuestions, Item
 EXTRACTIVE = "extractive"
 
 
-def answerable_test(
-    set_corpora: dict[str, str], languages: Sequence[str], limit: int
-) -> FallbackQuestions:
-    """Up to `limit` answerable questions of the TEST split per language of each set (`set ->
-    corpus build`), deterministically sampled: thresholds were tuned on the other split."""
+def answerable_test(set_corpora: dict[str, str], per_language: dict[str, int]) -> FallbackQuestions:
+    """Up to `per_language[lang]` answerable questions of the TEST split in each language of
+    each set (`set -> corpus build`), deterministically sampled: thresholds were tuned on the
+    other split."""
     sets, items = {}, []
     for name, corpus in set_corpora.items():
         qset = load_set(name)
         sets[name] = qset
-        for lang in languages:
+        for lang, limit in per_language.items():
             pool = [
                 q
                 for q in qset.questions
@@ -49,6 +48,18 @@ def answerable_test(
             ]
             items += [Item(name, corpus, q) for q in sample(pool, limit)]
     return FallbackQuestions(sets, dict(set_corpora), items)
+
+
+def first_per_language(items: Sequence[GroundedItem], n: int) -> list[GroundedItem]:
+    """The first `n` items of each language, in order (a smaller sample of the same questions)."""
+    seen: dict[str, int] = {}
+    out = []
+    for item in items:
+        lang = item.question.language
+        if seen.get(lang, 0) < n:
+            out.append(item)
+            seen[lang] = seen.get(lang, 0) + 1
+    return out
 
 
 def composer_kind(name: str) -> tuple[str, str]:
@@ -196,6 +207,7 @@ __all__ = [
     "answer_rows",
     "answerable_test",
     "composer_kind",
+    "first_per_language",
     "judge_pairs",
     "outcome",
 ]

@@ -16,7 +16,7 @@ import numpy as np
 from citegate.corpus.claims import ClaimPair
 from citegate.models.embed import Embedder
 from citegate.pipeline.support import MODES, pair_scores
-from citegate.studies.faithfulness.compute import RocRow, ValidatorReport, roc_table
+from citegate.studies.faithfulness.compute import ALPHA, DELTA, RocRow, ValidatorReport, roc_table
 from citegate.studies.faithfulness.compute import validator_report as _report
 
 
@@ -59,7 +59,14 @@ def choose_mode(rows: Sequence[ModeRow]) -> str:
 
 
 def validate(
-    pairs: Sequence[ClaimPair], embedder: Embedder, mode: str, n_boot: int = 1000
+    pairs: Sequence[ClaimPair],
+    embedder: Embedder,
+    mode: str,
+    alpha: float = ALPHA,
+    delta: float = DELTA,
+    n_boot: int = 1000,
 ) -> ValidatorReport:
-    """The validator report of `mode`: test ROC, tune certificate per corpus, test realisation."""
-    return _report(pairs, score_pairs(pairs, embedder, mode), mode, n_boot=n_boot)
+    """The validator report of `mode`: test ROC, tune certificate per corpus (false-support
+    rate `alpha` at confidence 1 - `delta`), test realisation."""
+    scores = score_pairs(pairs, embedder, mode)
+    return _report(pairs, scores, mode, alpha, delta, n_boot=n_boot)
