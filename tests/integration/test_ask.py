@@ -118,20 +118,31 @@ def kill_the_model_server(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENROUTER_BASE_URL", dead_url())
 
 
+def declining_config(folder: Path) -> list[str]:
+    """`--config PATH` of the design numbers with a gate that declines every question (bail-out
+    at cosine 0.99): the turn takes the corpus fallback, whose model call then fails. A corpus
+    without fragments cannot stand in for it: retrieval refuses to search one."""
+    path = folder / "declining.yaml"
+    save_config(
+        DESIGN.replace(bail_out_score=0.99, sufficient_score=0.995, good_enough_score=0.999), path
+    )
+    return ["--config", str(path)]
+
+
 @pytest.mark.db
-@pytest.mark.parametrize("populated", [False, True], ids=["empty-db", "tiny-corpus"])
+@pytest.mark.parametrize("declines", [True, False], ids=["gate-declines", "tiny-corpus"])
 def test_ask_answer_with_a_dead_server_is_a_model_error(
-    request: pytest.FixtureRequest,
-    db_env: str,
-    populated: bool,
+    tiny_corpus: str,
+    declines: bool,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
-    corpus = request.getfixturevalue("tiny_corpus") if populated else "gita"
     kill_the_model_server(monkeypatch)
     # The design numbers: the coverage gate passes the tiny corpus to the outline planner (the
     # production gate may decline first, which would test the fallback's call instead).
-    ask = ["ask", "Why does Arjuna lay down his bow?", "--answer", "--corpus", corpus, "--design"]
+    which = declining_config(tmp_path) if declines else ["--design"]
+    ask = ["ask", "Why does Arjuna lay down his bow?", "--answer", "--corpus", tiny_corpus, *which]
     code = main(ask)
     out, err = capsys.readouterr()
     assert code == 2
@@ -139,16 +150,20 @@ def test_ask_answer_with_a_dead_server_is_a_model_error(
     assert err.count("\n") == 1
     assert "branch: error  (model error (" in out
     assert "corpus insufficient" not in out and "no theses" not in out
-    stage = "outline planner" if populated else "fallback"  # the empty corpus makes the gate bail
+    stage = "fallback" if declines else "outline planner"  # a declining gate: the fallback
     assert f"model error ({stage}:" in out
 
 
 @pytest.mark.db
 def test_ask_answer_json_reports_the_model_error(
-    db_env: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tiny_corpus: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     kill_the_model_server(monkeypatch)
-    assert main(["ask", "Who is Krishna?", "--answer", "--json", "--corpus", "gita"]) == 2
+    ask = ["ask", "Who is Krishna?", "--answer", "--json", "--corpus", tiny_corpus]
+    assert main([*ask, *declining_config(tmp_path)]) == 2
     turn = json.loads(capsys.readouterr().out)["turn"]
     assert turn["branch"] == "error" and turn["model_error"].startswith("fallback: chat call")
     assert turn["reason"].startswith("model error (fallback:") and turn["text"] == ""

@@ -9,13 +9,14 @@ from collections.abc import Sequence
 import psycopg
 
 from citegate.core.config import production
-from citegate.core.errors import ConfigError
+from citegate.core.errors import ConfigError, EmptyCorpus
 from citegate.core.inputs import MAX_SOURCE_MB, check_name
 from citegate.models.embed import default_embedder
 from citegate.pipeline.lanes import lexical_advice
 from citegate.store import db, sizing
 from citegate.store.db import connect, database_url, mask_url, server_facts
 from citegate.store.ingest import demo_readers, ingest_corpus
+from citegate.store.presence import ingest_hint
 from citegate.store.tables import counts
 
 
@@ -78,18 +79,29 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     )
     for eid, corpus, kind, n in rows:
         print(f"  {corpus:<10} {kind:<17} {n:>6}  {eid}")
-    _print_lexical_lane(rows)
+    empty = _print_lexical_lane(rows)
+    if empty:  # every line above is printed first; the problem is the last line, exit 2
+        raise EmptyCorpus(
+            f"production searches {', '.join(empty)} under {production().embedder}, and "
+            f"{'it holds' if len(empty) == 1 else 'they hold'} no fragments: every question "
+            f"would be answered 'insufficient'. Ingest first ("
+            + "; ".join(f"{c}: {ingest_hint(c)}" for c in empty)
+            + ")"
+        )
     return 0
 
 
-def _print_lexical_lane(rows: Sequence[tuple[str, str, str, int]]) -> None:
+def _print_lexical_lane(rows: Sequence[tuple[str, str, str, int]]) -> list[str]:
     """The production config's lexical backend over the fragments it searches, with what to
-    change when that backend is slow at this size (`lanes.lexical_advice`)."""
+    change when that backend is slow at this size (`lanes.lexical_advice`); returns the
+    production corpora that hold no fragment for its embedder (a problem, never "ok")."""
     try:
         cfg = production()
     except ConfigError as e:
         print(f"lexical lane  production config unreadable: {e}")
-        return
+        return []
+    held = {corpus for eid, corpus, _, c in rows if eid == cfg.embedder and c > 0}
+    empty = [c for c in cfg.corpora if c not in held]
     n = sum(c for eid, corpus, _, c in rows if eid == cfg.embedder and corpus in cfg.corpora)
     budget = f"budget {cfg.lexical_budget:,}" if cfg.lexical_budget else "unbudgeted"
     print(
@@ -97,7 +109,13 @@ def _print_lexical_lane(rows: Sequence[tuple[str, str, str, int]]) -> None:
         f"of {', '.join(cfg.corpora)}"
     )
     advice = lexical_advice(cfg.lexical_backend, cfg.lexical_budget, n)
-    print(f"  warning: {advice}" if advice else "  ok")
+    if advice:
+        print(f"  warning: {advice}")
+    if empty:
+        print(f"  problem: no fragments of {', '.join(empty)} for {cfg.embedder}")
+    if not advice and not empty:
+        print("  ok")
+    return empty
 
 
 def _print_sizing(conn: psycopg.Connection, *, external: bool, apply: bool) -> None:

@@ -20,7 +20,10 @@ from citegate.core.config import PipelineConfig
 from citegate.core.errors import ConfigError
 from citegate.corpus.builds import DEMO_FOLDS, fold_build, fold_count, import_record
 from citegate.corpus.questions import Question, question_fold, scope_fold
+from citegate.models.embed import default_embedder_id
 from citegate.research.study import Study, load_study
+from citegate.store.db import connect
+from citegate.store.presence import check_folds
 
 FOLD_LIMIT = 100  # experiment 05's fold sample: questions per label, set and fold build
 
@@ -48,7 +51,8 @@ def load_fold_studies(
 ) -> dict[str, Study]:
     """One `Study` per fold build of each base corpus (`gita-fold1` ...), each asked its fold
     set and the out-of-scope set (an import's own, if it brought one) under `fold_selector`,
-    `limit` questions per label and set."""
+    `limit` questions per label and set. An imported corpus whose fold files and database
+    disagree is refused first (`store.presence.check_folds`), naming what disagrees."""
     out: dict[str, Study] = {}
     for base in bases:
         k = fold_count(base)
@@ -57,6 +61,9 @@ def load_fold_studies(
                 f"{base!r} has no leave-out folds (the demo corpora {', '.join(DEMO_FOLDS)}, or "
                 f"an imported corpus after `citegate data split {base} --folds K`)"
             )
+        if base not in DEMO_FOLDS:  # an import's files and database must agree on its folds
+            with connect() as conn:
+                check_folds(conn, base, default_embedder_id())
         for fold in range(1, k + 1):
             name = fold_build(base, fold)
             sets = {name: name, out_of_scope_set(base): name}

@@ -64,6 +64,7 @@ from citegate.corpus.questions import QuestionSet, load_set, resolve_gold
 from citegate.models.embed import Embedder
 from citegate.store import tables as store
 from citegate.store.ingest import CorpusReplaceError, IngestReport, Source, ingest_sources
+from citegate.store.presence import check_folds
 
 SHIPPED_OUT_OF_SCOPE = "out-of-scope"
 
@@ -428,10 +429,14 @@ def fold_import(
     (refused when corpus.jsonl changed since the import: re-import first) and its stored
     question set: every document (or every value of `rule.field`) is held out by exactly one
     fold build, and a question whose relevant documents all lie in fold i is out_of_corpus in
-    `NAME-foldi`. Re-running the same rule writes nothing new; another rule needs `replace`."""
+    `NAME-foldi`. Re-running the same rule writes nothing new; another rule needs `replace`.
+    Without `replace`, folds whose files and database disagree (a split stopped after its
+    commit) are refused naming what disagrees (`presence.check_folds`); `replace` repairs them."""
     record = import_record(name)
     if record is None or record["name"] != name:
         raise InputError(name, "-", "no imported corpus of that name (`citegate data import-beir`)")
+    if not replace:  # with replace, this run is the repair of an interrupted one
+        check_folds(conn, name, embedder.id)
     coll = _recorded_collection(record)
     full = load_set(name)
     keep = {n: load_set(n) for n in _set_names(record) if not parse_fold(n)}

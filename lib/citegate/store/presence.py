@@ -10,13 +10,21 @@ one statement per search: an `EXISTS` per corpus, each an index probe of `fragme
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import psycopg
 
 from citegate.core.errors import EmptyCorpus, InputError
-from citegate.core.inputs import name_problem
-from citegate.corpus.builds import BUILDS, SPLIT_SUFFIX, import_record, parent_build, parse_fold
+from citegate.core.inputs import loads_json, name_problem
+from citegate.corpus.builds import (
+    BUILDS,
+    FOLD_MAP_FILE,
+    SPLIT_SUFFIX,
+    import_record,
+    imports_dir,
+    parent_build,
+    parse_fold,
+)
 
 EMPTY_CORPORA_SQL = """
 SELECT c FROM unnest(%(corpora)s::text[]) WITH ORDINALITY AS t(c, i)
@@ -77,3 +85,96 @@ def require_fragments(conn: psycopg.Connection, embedder_id: str, corpora: Seque
         f"{which} {verb} no fragments for embedder {embedder_id}: nothing to search, "
         f"so no answer is given. Ingest it first ({hints})"
     )
+
+
+# ---------------------------------------------------------------- an import's fold builds
+
+STORED_BUILDS_SQL = """
+SELECT c.corpus, c.origin FROM corpora c
+WHERE c.embedder_id = %(eid)s AND starts_with(c.corpus, %(prefix)s)
+  AND EXISTS (SELECT 1 FROM fragments f WHERE f.embedder_id = c.embedder_id AND f.corpus = c.corpus)
+"""
+
+
+def fold_mismatch(conn: psycopg.Connection, base: str, embedder_id: str) -> str | None:
+    """What disagrees between imported corpus `base`'s recorded leave-out folds (build.json's
+    rule and fold builds with their origins, folds.json's rule) and the fold builds the database
+    holds (those ingested from the import's source: a build of that name from elsewhere is the
+    ingest's to refuse), or None when they agree. A `data split --folds` stopped between its
+    database commit and its files leaves the database on the new rule and the files on the old
+    one."""
+    record = import_record(base)
+    if record is None or record.get("name") != base:
+        return None
+    rule = record.get("folds") or None
+    recorded = {b: e.get("origin") for b, e in record["builds"].items() if _fold_of(b, base)}
+    rows = conn.execute(STORED_BUILDS_SQL, {"eid": embedder_id, "prefix": f"{base}-fold"})
+    ours = f"beir:{record.get('source')} holding out fold "  # `store.imports`' fold origins
+    stored = {c: o for c, o in rows if _fold_of(c, base) and str(o).startswith(ours)}
+    problems = []
+    file_rule = _fold_map_rule(base)
+    if file_rule != (dict(rule) if rule else None):
+        problems.append(
+            f"folds.json records {_rule_text(file_rule)}, build.json {_rule_text(rule)}"
+        )
+    if set(stored) != set(recorded):
+        problems.append(
+            f"the database holds {_builds_text(stored)}, the import records {_builds_text(recorded)}"
+        )
+    changed = sorted(
+        (b for b in recorded if b in stored and stored[b] != recorded[b]), key=_fold_key
+    )
+    if changed:
+        problems.append(
+            f"{', '.join(changed)} in the database {'was' if len(changed) == 1 else 'were'} cut by another rule"
+        )
+    return "; ".join(problems) or None
+
+
+def check_folds(conn: psycopg.Connection, base: str, embedder_id: str) -> None:
+    """Refuse (`InputError`, one line) to use the fold builds of an import whose files and
+    database disagree (`fold_mismatch`), saying what disagrees and the command that repairs it."""
+    problem = fold_mismatch(conn, base, embedder_id)
+    if problem:
+        raise InputError(
+            base,
+            "-",
+            f"its leave-out folds are inconsistent ({problem}): a `citegate data split {base} "
+            f"--folds K` stopped before it finished. Repair: run `citegate data split {base} "
+            "--folds K --replace` again with the K you want",
+        )
+
+
+def _fold_of(name: str, base: str) -> bool:
+    fold = parse_fold(name)
+    return fold is not None and fold[0] == base
+
+
+def _fold_key(name: str) -> int:
+    fold = parse_fold(name)
+    return fold[1] if fold else 0
+
+
+def _builds_text(builds: Mapping[str, object]) -> str:
+    if not builds:
+        return "no fold builds"
+    names = sorted(builds, key=_fold_key)
+    return f"{len(names)} fold build{'s' if len(names) > 1 else ''} ({', '.join(names)})"
+
+
+def _rule_text(rule: Mapping[str, object] | None) -> str:
+    if not rule:
+        return "no folds"
+    unit = f"field {rule.get('field')}" if rule.get("field") else "documents"
+    return f"{rule.get('k')} folds of {unit}"
+
+
+def _fold_map_rule(base: str) -> dict[str, object] | None:
+    """The rule a folds.json records (its keys but `documents`), None without the file."""
+    path = imports_dir() / base / FOLD_MAP_FILE
+    if not path.is_file():
+        return None
+    data = loads_json(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        return {"k": "?"}
+    return {k: v for k, v in data.items() if k != "documents"}

@@ -423,4 +423,40 @@ def with_corpus(
     clash = sorted(set(overrides) & set(CORPUS_PARAMS) & set(base))
     if clash:
         raise ConfigError(f"--corpus {corpus} sets {clash[0]}; do not --set it as well")
-    return {**base, **overrides}
+    merged = {**base, **overrides}
+    check_corpus_labels(spec, corpus, spec.effective({**spec.parameters, **merged}))
+    return merged
+
+
+# A notebook's parameters listing the question labels it studies (each must be in its sets).
+LABEL_PARAMS = ("NEGATIVES", "LABELS")
+LABEL_HINTS = {
+    "out_of_corpus": "make a split that holds documents out (`citegate data split {c}` or "
+    "`--holdout-by FIELD`): their questions become out_of_corpus",
+    "out_of_scope": "import your own out-of-scope questions (`citegate data import-beir ... "
+    "--out-of-scope FILE`)",
+    "answerable": "import questions with gold document ids",
+}
+
+
+def check_corpus_labels(spec: ExperimentSpec, corpus: str, params: dict[str, Any]) -> None:
+    """Refuse (`ConfigError`, one line, at `--dry-run` as at a run) an experiment on imported
+    `corpus` whose notebook studies a question label (its `NEGATIVES` or `LABELS` parameter) that
+    none of the sets `--corpus` points it at holds: an import without a split has no
+    out_of_corpus question, and the notebook would fail after minutes of work."""
+    param = next((p for p in LABEL_PARAMS if p in params), None)
+    wanted = params.get(param) if param else None
+    if not isinstance(wanted, list | tuple):
+        return
+    record = import_record(corpus) or {"builds": {}}
+    split = corpus + SPLIT_SUFFIX
+    searched = split if split in record.get("builds", {}) else corpus
+    names = [searched, str(record.get("out_of_scope", "out-of-scope"))]
+    held = {q.label for n in names for q in load_set(n).questions}
+    for label in wanted:
+        if label not in held:
+            hint = LABEL_HINTS.get(str(label), "add questions of that label").format(c=corpus)
+            raise ConfigError(
+                f"--corpus {corpus}: {spec.name} studies {label} questions ({param}), and no set "
+                f"it is asked ({', '.join(names)}) holds one: {hint}"
+            )
