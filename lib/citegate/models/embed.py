@@ -9,12 +9,13 @@ import os
 from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from citegate.core import paths
 from citegate.models.cache import DiskCache, digest
+from citegate.models.remote import auth_failed
 
 
 class Embedder(Protocol):
@@ -99,14 +100,22 @@ class OpenAIEmbedder:
         extra = {"input_type": role} if self.input_type_hint else None
         rows: list[list[float]] = []
         for i in range(0, len(texts), self.batch_size):
-            resp = self.client.embeddings.create(
-                model=self.model, input=list(texts[i : i + self.batch_size]), extra_body=extra
-            )
+            resp = self._create(list(texts[i : i + self.batch_size]), extra)
             rows.extend(d.embedding for d in sorted(resp.data, key=lambda d: d.index))
         out = _unit(np.array(rows))
         if out.shape[1] != self.dim:
             raise ValueError(f"{self.id} returned dim {out.shape[1]}, expected {self.dim}")
         return out
+
+    def _create(self, batch: list[str], extra: dict[str, str] | None) -> Any:
+        """One embeddings request; a refused key is `AuthFailed` (one line, no reply body)."""
+        from openai import AuthenticationError
+
+        try:
+            return self.client.embeddings.create(model=self.model, input=batch, extra_body=extra)
+        except AuthenticationError:
+            where = str(self.client.base_url)
+            raise auth_failed("openai", "OPENAI_API_KEY", where, self.client.api_key) from None
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Embed search queries."""

@@ -7,6 +7,8 @@
   `x-should-retry` honoured), counts the HTTP attempts of every call, keeps a disk cache of
   successful calls only (a re-run costs nothing and gives identical text; a failed call is
   never cached, so a retry after an outage calls again) and a usage accumulator;
+- a key the API refuses (HTTP 401) is `remote.AuthFailed`, one line naming the variable to
+  check, not a model failure a run records;
 - `ChatClient.from_env` picks OpenRouter or another OpenAI-compatible endpoint from the environment;
 - `parse_memory_answer` and `ChatClient.structured` turn model output into a typed `MemoryAnswer`,
   with one repair round-trip; bad model output is recorded, never raised.
@@ -31,6 +33,7 @@ from citegate.core import paths
 from citegate.core.errors import CitegateError
 from citegate.core.redact import scrub
 from citegate.models.cache import DiskCache, digest
+from citegate.models.remote import auth_failed
 
 LOCAL_API_KEY = "sk-local-no-key"  # the SDK insists on a key; llama_cpp.server ignores it
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
@@ -130,12 +133,14 @@ class ChatClient:
         timeout: float = 60,
         max_retries: int = 3,
         cache_path: Path | None = None,
+        key_env: str = "OPENAI_API_KEY",
     ) -> None:
         import openai
 
         self.model = model
         self.base_url = base_url
         self.kind = url_kind(base_url)
+        self.key_env = key_env  # named by the error of a refused key (`remote.auth_failed`)
         if api_key is None and self.kind == "local":
             api_key = LOCAL_API_KEY
         self._attempts = threading.local()
@@ -167,6 +172,7 @@ class ChatClient:
         the embedder to OpenAI (`embed.default_embedder`); the OpenRouter route does not."""
         if key := os.environ.get("OPENROUTER_API_KEY"):
             base = os.environ.get("OPENROUTER_BASE_URL") or OPENROUTER_BASE_URL
+            kwargs.setdefault("key_env", "OPENROUTER_API_KEY")
             return cls(model or OPENROUTER_DEFAULT_MODEL, base, key, **kwargs)
         base, key = os.environ.get("OPENAI_BASE_URL"), os.environ.get("OPENAI_API_KEY")
         if base and key:
@@ -222,6 +228,10 @@ class ChatClient:
             resp = self.client.chat.completions.create(
                 model=self.model, messages=list(messages), **kwargs
             )
+        except openai.AuthenticationError:
+            provider = "openrouter" if self.key_env == "OPENROUTER_API_KEY" else "openai"
+            where = str(self.client.base_url)
+            raise auth_failed(provider, self.key_env, where, self.client.api_key) from None
         except openai.OpenAIError as exc:
             raise LLMError(self._describe(exc, self._attempts.n)) from exc
         return self._result(resp, self._attempts.n, time.perf_counter() - start)

@@ -18,6 +18,7 @@ import os
 import struct
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from citegate.core import paths
 from citegate.core.errors import ConfigError
@@ -25,6 +26,7 @@ from citegate.models.cache import DiskCache, digest
 from citegate.models.llm_rerank import LLMRelevanceScorer
 from citegate.models.ltr.model import load_ltr
 from citegate.models.protocols import Reranker, Scorable
+from citegate.models.remote import auth_failed
 
 __all__ = [
     "CachedReranker",
@@ -49,13 +51,19 @@ class CosineReranker:
 class VoyageReranker:
     """Voyage `rerank-2` through the official SDK (relevance scores in [0, 1])."""
 
-    def __init__(self, model: str = "rerank-2", api_key: str | None = None) -> None:
+    def __init__(
+        self, model: str = "rerank-2", api_key: str | None = None, base_url: str | None = None
+    ) -> None:
         import voyageai
 
         self.model = model
         self.id = f"voyage/{model}"
+        self.base_url = base_url  # None: the SDK's own, which depends on the key
         self.client = voyageai.Client(
-            api_key=api_key or os.environ.get("VOYAGE_API_KEY"), max_retries=4, timeout=60
+            api_key=api_key or os.environ.get("VOYAGE_API_KEY"),
+            max_retries=4,
+            timeout=60,
+            base_url=self.base_url,
         )
 
     def score(self, question: str, cands: Sequence[Scorable]) -> list[float]:
@@ -63,10 +71,20 @@ class VoyageReranker:
         out = [0.0] * len(cands)
         for start in range(0, len(cands), 100):
             docs = [c.text for c in cands[start : start + 100]]
-            res = self.client.rerank(question, docs, model=self.model, truncation=True)
+            res = self._rerank(question, docs)
             for r in res.results:
                 out[start + r.index] = float(r.relevance_score)
         return out
+
+    def _rerank(self, question: str, docs: list[str]) -> Any:
+        """One rerank request; a refused key is `AuthFailed` (one line, no reply body)."""
+        from voyageai.error import AuthenticationError
+
+        try:
+            return self.client.rerank(question, docs, model=self.model, truncation=True)
+        except AuthenticationError:
+            key = self.client.api_key
+            raise auth_failed("voyage", "VOYAGE_API_KEY", self.base_url, key) from None
 
 
 class CachedReranker:
