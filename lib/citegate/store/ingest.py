@@ -33,6 +33,7 @@ from citegate.core.progress import bar
 from citegate.corpus.builds import BUILDS
 from citegate.corpus.sources.files import DEFAULT_MAX_SOURCE_BYTES, file_fragments, list_sources
 from citegate.models.embed import Embedder
+from citegate.store import bm25
 from citegate.store import tables as store
 from citegate.store.db import ensure_embedder, fit_graphs
 
@@ -249,7 +250,7 @@ def ingest_sources(
     """
     ensure_embedder(conn, embedder.id, embedder.dim)
     with store.corpus_lock(conn, embedder.id, corpus):
-        return _ingest_locked(
+        report = _ingest_locked(
             conn,
             sources,
             corpus,
@@ -262,6 +263,18 @@ def ingest_sources(
             unit=unit,
             hidden=hidden,
         )
+        _refresh_bm25(conn, embedder.id, corpus)
+    return report
+
+
+def _refresh_bm25(conn: psycopg.Connection, embedder_id: str, corpus: str) -> None:
+    """The ingest's BM25 step, once its writes are committed: every BM25 index on disk that
+    holds the corpus is rebuilt for the rows now stored and the ones that no longer match are
+    pruned (`bm25.refresh`), so a question never builds after an ingest. Inside a caller's open
+    transaction (an import's fold builds) it waits for the caller: an index of rows that may yet
+    roll back is not worth building, and the next build prunes what that commit replaced."""
+    if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+        bm25.refresh(conn, embedder_id, corpus)
 
 
 def _ingest_locked(
