@@ -1,16 +1,21 @@
 """Operating citegate against a hostile but realistic setup: a server with a configuration change
-waiting for a restart, a terminal that closes the pipe early. The command must say what is true
-(what waits for a restart, how to undo what it wrote) and end quietly, never with a traceback."""
+waiting for a restart, a reader that closes the pipe early, an API that refuses the key and
+echoes it. The command must say what is true (what waits for a restart, how to undo what it
+wrote), end quietly or in one line, and never show a traceback or a piece of a secret."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
+from llm_stub import error, stub_server
 
 from citegate.cli import main
 from citegate.store import db, sizing
@@ -86,3 +91,53 @@ def test_size_server_prints_old_and_new_values_and_an_undo_that_works(
             c.execute(statement)
         sizing.reload_conf(c)
         assert c.execute("SHOW work_mem").fetchone() == (before,)
+
+
+def test_a_closed_pipe_ends_the_command_quietly(fresh_db: str, tmp_path: Path) -> None:
+    """`citegate doctor | head -0`: the reader is gone before the first line is written."""
+    env = {**os.environ, "DATABASE_URL": fresh_db, "CITEGATE_VAR": str(tmp_path / "var")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "citegate", "doctor"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the read end: every write of the command now fails with EPIPE
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err  # 128 + SIGPIPE, as for `yes | head -1`
+    assert err == ""
+    assert not (tmp_path / "var" / "logs").exists()  # not an internal error either
+
+
+KEY = "sk-proj-Zq9hostile0key0echoed0back7531"
+
+
+def test_a_refused_key_is_one_line_and_changes_nothing(
+    fresh_db: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An ingest through an OpenAI-compatible API that answers 401 quoting the key."""
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "a.txt").write_text("The soul is eternal.\n\nThe body is not.", encoding="utf-8")
+    monkeypatch.setenv("DATABASE_URL", fresh_db)
+    monkeypatch.setenv("CITEGATE_VAR", str(tmp_path / "var"))
+    monkeypatch.setenv("CITEGATE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    body = error(f"Incorrect API key provided: {KEY}. Yours ends in {KEY[-4:]}")
+    with stub_server([(401, body)]) as stub:
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+        code = main(["ingest", "--corpus", str(src), "--name", "docs"])
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    last = err.strip().splitlines()[-1]  # after the ingest's progress bar
+    assert last.startswith(
+        "citegate: error: authentication failed for openai: check OPENAI_API_KEY"
+    )
+    assert "Traceback" not in err and "citegate: error" not in err.replace(last, "")
+    assert not any(KEY[i : i + 4] in out + err for i in range(len(KEY) - 3)), out + err
+    with psycopg.connect(fresh_db) as c:
+        assert c.execute("SELECT count(*) FROM fragments").fetchone() == (0,)

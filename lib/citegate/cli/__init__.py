@@ -49,6 +49,7 @@ Handler = Callable[[argparse.Namespace], int]
 # Command groups in the order `citegate --help` lists them.
 GROUPS = (corpus, ask, data, audit, run, export, promote, ltr, bench, scale, reports, tools)
 MAX_SHOWN_INPUT = 200  # characters of the command line an error line repeats
+EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE: a shell's status for a program a closed pipe ended
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,11 +72,36 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: run one subcommand. A `CitegateError` prints one clear line and exits 2; any
     other exception prints one line naming the command, its input and the log file holding the
-    traceback, and exits 2 (with `--debug` it is raised)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    traceback, and exits 2 (with `--debug` it is raised). A reader that closes standard output
+    early (`citegate doctor | head -1`) ends the command quietly (`stdout_closed`)."""
+    try:
+        return _run(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:
+        return stdout_closed()
+
+
+def stdout_closed() -> int:
+    """Exit status 141 (128 + SIGPIPE), nothing printed, for a command whose standard output was
+    closed by its reader. 141 is what a shell reports for a program the closed pipe killed (`yes
+    | head -1`): the command did not finish, and under `set -o pipefail` a script sees that, as
+    it must when, say, an ingest of several corpora stopped after the first. Standard output is
+    pointed at /dev/null so that Python's final flush finds no closed pipe to complain of."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # a stand-in stdout without a file descriptor (a test's)
+        pass
+    return EXIT_STDOUT_CLOSED
+
+
+def _run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the command, not at exit
+        return code
+    except BrokenPipeError:
+        raise
     except CitegateError as exc:
         print(f"citegate: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
@@ -120,4 +146,4 @@ def write_traceback(command: str, argv: Sequence[str], exc: BaseException) -> Pa
     return path
 
 
-__all__ = ["GROUPS", "Handler", "build_parser", "main"]
+__all__ = ["GROUPS", "Handler", "build_parser", "main", "stdout_closed"]
