@@ -141,3 +141,30 @@ def test_a_refused_key_is_one_line_and_changes_nothing(
     assert not any(KEY[i : i + 4] in out + err for i in range(len(KEY) - 3)), out + err
     with psycopg.connect(fresh_db) as c:
         assert c.execute("SELECT count(*) FROM fragments").fetchone() == (0,)
+
+
+def pieces(secret: str, n: int = 4) -> list[str]:
+    return [secret[i : i + n] for i in range(len(secret) - n + 1)]
+
+
+@pytest.mark.parametrize(
+    ("url", "password"),
+    [
+        ("postgresql://alice:s3cr3t@corp?2024@127.0.0.1:1/db", "s3cr3t@corp?2024"),
+        ("postgresql://alice:s3cr3t@corp 2024@127.0.0.1:1/db", "s3cr3t@corp 2024"),
+        ("postgresql://alice:s3cr3t@corp#2024@127.0.0.1:1/db", "s3cr3t@corp#2024"),
+        ("postgresql://alice:s3cr3t/corp:2024@127.0.0.1:1/db", "s3cr3t/corp:2024"),
+        ("host=127.0.0.1 port=1 user=alice password=s3cr3t\\ corp#2024", "s3cr3t\\ corp#2024"),
+        ("host=127.0.0.1 port=1 password='s3cr3t@corp 2024", "s3cr3t@corp 2024"),
+    ],
+)
+def test_doctor_shows_no_piece_of_a_raw_password(
+    url: str, password: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DATABASE_URL", url)
+    monkeypatch.setenv("PGPASSWORD", "pg-Zq9-env-7531")
+    assert main(["doctor"]) == 2
+    out, err = capsys.readouterr()
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    leaked = [p for p in pieces(password) + pieces("pg-Zq9-env-7531") if p in out + err]
+    assert leaked == [], out + err
