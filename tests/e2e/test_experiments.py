@@ -172,8 +172,10 @@ def test_every_shipped_experiment_loads_and_arms_select_their_pipeline() -> None
 
 
 # Specs measured on production's pipeline (05: the gate it recommends must be fit on the notes
-# production hands it, or its promotion would revert the retrieval); re-measured at a promotion.
-ON_PRODUCTION = {"05_gate_signals"}
+# production hands it, or its promotion would revert the retrieval; 06: its composers answer over
+# production's notes and its recommendation changes production's answer stage alone);
+# re-measured at a promotion.
+ON_PRODUCTION = {"05_gate_signals", "06_answer_faithfulness"}
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
