@@ -55,6 +55,7 @@ def url_passwords(value: str) -> list[str]:
     (`conninfo_passwords`), and by pattern the userinfo, `?password=` and `password=`."""
     found = [m.group(2) for m in URL_USERINFO.finditer(value)]
     found += [m.group(2) for m in URL_QUERY_PASSWORD.finditer(value)]
+    found += [m.group(2) for m in QUERY_SECRET.finditer(value)]
     found += [m.group(1).strip("'") for m in DSN_PASSWORD.finditer(value)]
     found += [p for p in [userinfo_password(value)] if p]
     found += [value[a:b] for a, b in _keyword_secret_spans(value)]
