@@ -187,3 +187,18 @@ def test_pgpassword(password: str, host: str) -> None:
     assert not leaks(line, [password], public), line
     if len(password) >= MIN_SECRET:
         assert password not in logged, logged
+
+
+TOKENS = st.sampled_from([*(string.ascii_letters[:6] + HOSTILE + "\t\n\x00é"), "password"])
+TOKENS |= st.sampled_from(["postgresql://", "host=", "sslpassword", "user=", "?password="])
+
+
+@FUZZ
+@given(dsn=st.lists(TOKENS, max_size=24).map("".join))
+def test_any_string_as_a_connection_string(dsn: str) -> None:
+    """Whatever `DATABASE_URL` holds, the redactions never raise, and the password libpq would
+    use (if it parses one) is not in what they show, even where it equals another part."""
+    password = libpq_password(dsn)
+    shown = [mask_url(dsn), connect_error(dsn, libpq_error(dsn))]
+    if len(password) >= 3 and "*" not in password:
+        assert not any(password in s for s in shown), (dsn, password, shown)
