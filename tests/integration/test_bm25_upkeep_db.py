@@ -245,3 +245,34 @@ def test_a_corpus_without_fragments_gets_no_stamp_and_no_index(
     assert list(manifest["sets"]) == ["lotus"]
     stamped = conn.execute("SELECT corpus FROM fragment_stamps").fetchall()
     assert stamped == [("lotus",)]
+
+
+BUILDER = """
+import sys
+from citegate.store import bm25, db
+with db.connect(sys.argv[1], migrate_schema=False) as conn:
+    print(bm25.build(conn, sys.argv[2], ["lotus"]).key, flush=True)
+"""
+
+
+def test_three_builders_at_once_leave_one_index_and_no_partial_folder(
+    conn: psycopg.Connection, fresh_db: str, root: Path
+) -> None:
+    emb = HashEmbedder()
+    ingest(conn, frags("lotus", TEXTS), "lotus", emb, progress=False)
+    env = {**os.environ, "CITEGATE_VAR": str(root.parents[1])}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", BUILDER, fresh_db, emb.id],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(3)
+    ]
+    keys = {p.communicate(timeout=120)[0].strip() for p in procs}
+    assert [p.returncode for p in procs] == [0, 0, 0]
+    assert keys == {bm25.index_key(emb.id, bm25.stamped_sets(conn, emb.id, ["lotus"]))}
+    assert published(root) == list(keys) and sorted(os.listdir(root)) == list(keys)
+    folders.verify(root / keys.pop())
+    assert ask(conn, ["lotus"])

@@ -210,7 +210,7 @@ def _load(path: Path) -> Any | None:
         return None
     try:
         return _open(str(path))
-    except (KeyboardInterrupt, SystemExit):
+    except (KeyboardInterrupt, SystemExit, MemoryError):
         raise
     except BaseException as exc:  # tantivy also panics (pyo3's PanicException is no Exception)
         if path.is_dir():  # not merely pruned away by another process meanwhile
@@ -274,7 +274,7 @@ def search(
                 raise RuntimeError(f"the BM25 index {path} just built cannot be read")
         try:
             return _rank(opened, terms, ks)
-        except (KeyboardInterrupt, SystemExit):
+        except (KeyboardInterrupt, SystemExit, MemoryError):
             raise
         except BaseException as exc:  # see `_load`
             if attempt == 2:

@@ -10,6 +10,9 @@ Idempotent: fragments already stored with the same content hash are skipped befo
 re-run writes 0 rows, and a re-run after a failure or `kill -9` embeds and writes only what is
 missing (the embedding cache keeps what a killed run had already embedded).
 
+The BM25 indexes on disk that hold the corpus are rebuilt for the committed rows, and those that
+no longer match are pruned, in the ingest's own step (`store.bm25.refresh`): a question only reads.
+
 Safe: the origin of every corpus (built-in build name or resolved path) is recorded in `corpora`.
 Replacing a corpus from a different source, removing rows of a corpus of unknown origin, or emptying
 a corpus needs `replace=True` (`citegate ingest --replace`); otherwise nothing is changed.
