@@ -1,11 +1,13 @@
 """Keep secrets out of MLflow, logs and reports.
 
-Redaction is by VALUE, for the secrets the project actually reads: the API keys and MLflow
-credentials named in `SECRET_ENV`, and the password inside a URL-valued one (`DATABASE_URL`,
-`MLFLOW_TRACKING_URI`). A value shorter than `MIN_SECRET` characters is not masked by value (masking
-"false" or "1" everywhere corrupts artifacts); URL passwords are also masked by pattern, whatever
-their length. Names of unrelated variables and of params never decide anything here: a param called
-`MAX_TOKENS` is logged like any other.
+Redaction is by VALUE, for the secrets the project actually reads: the API keys, MLflow
+credentials and `PGPASSWORD` named in `SECRET_ENV`, and the password inside a URL-valued one
+(`DATABASE_URL`, `MLFLOW_TRACKING_URI`). A value shorter than `MIN_SECRET` characters is not
+masked by value (masking "false" or "1" everywhere corrupts artifacts); URL passwords are also
+masked by pattern, whatever their length. A message that may quote a piece of a connection string
+(libpq's parse errors) loses every run of 4 characters it shares with a password
+(`mask_fragments`). Names of unrelated variables and of params never decide anything here: a
+param called `MAX_TOKENS` is logged like any other.
 """
 
 from __future__ import annotations
@@ -83,11 +85,13 @@ def conninfo_passwords(value: str) -> list[str]:
 def mask_url(url: str) -> str:
     """Hide every password in a connection string so it can be printed or logged.
 
-    By span: the URL's user info (up to its LAST '@', so a raw '@' or '/' in the password hides
-    it all; across a '?' when libpq reads the '?' as part of the password, as it does), the
-    `password=` / `sslpassword=` query parameters (any case), the same keys in a `key=value`
-    string. Then by value: every password found (`url_passwords`: libpq's own parse and the
-    patterns), in every form, wherever else it appears."""
+    By span: the URL's user info (up to its LAST '@' before the query, so a raw '@', '/', '#',
+    ':' or blank in the password hides it all; to the last '@' of all when what follows a '?'
+    cannot be a query libpq reads, `_split_uri_rest`), the `password=` / `sslpassword=` query
+    parameters (any case, up to the next '&'), the same keys in a `key=value` string as libpq's
+    grammar reads them (`_keyword_secret_spans`). Then by value: every password found
+    (`url_passwords`: libpq's own parse and the patterns), in every form, wherever else it
+    appears. What is left (user, host, port, database, other parameters) is shown as written."""
     scheme, sep, rest = url.partition("://")
     masked = _mask_dsn(url) if not sep else scheme + sep + _mask_uri_rest(rest, url)
     return mask_values(masked, url_passwords(url))
