@@ -257,6 +257,7 @@ def test_folds_whose_files_and_database_disagree_are_named_and_repaired_by_repla
     assert code == 0, err
     with db.connect(cli_db) as conn:
         assert fold_mismatch(conn, "fk", emb.id) is None
+    assert ingest_hint("fk-fold2") == "citegate data split fk --folds 3 --replace"
 
 
 def test_dry_run_refuses_an_experiment_on_a_label_the_import_lacks(

@@ -50,7 +50,7 @@ def ingest_hint(corpus: str) -> str:
     base = parent_build(corpus)
     record = import_record(corpus) if base != corpus else None
     if record is not None and (fold := parse_fold(corpus)):
-        k = int(record.get("folds", {}).get("k", fold[1]))
+        k = int((record.get("folds") or {}).get("k", fold[1]))
         return f"citegate data split {base} --folds {k} --replace"
     if record is not None and corpus.endswith(SPLIT_SUFFIX):
         return f"citegate data split {base} --replace"
