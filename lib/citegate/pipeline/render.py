@@ -142,7 +142,8 @@ def render_turn(turn: Turn) -> str:
         why = f"  (corpus insufficient: {turn.reason})" if turn.corpus_insufficient else ""
     lines = [f"branch: {turn.branch}{why}", composer_line(turn)]
     if turn.models:
-        lines.append("models: " + ", ".join(f"{r} {m}" for r, m in turn.models.items()))
+        roles = ", ".join(f"{r} {m}" for r, m in turn.models.items())
+        lines.append(f"role models (each started only if its role runs): {roles}")
     if turn.fallback is not None:
         fa = turn.fallback
         lines.append(f"fallback model: {fa.model}  variant {fa.variant}  parse {fa.status}")
