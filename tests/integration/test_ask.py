@@ -129,6 +129,15 @@ def declining_config(folder: Path) -> list[str]:
     return ["--config", str(path)]
 
 
+def generative_config(folder: Path) -> list[str]:
+    """`--config PATH` of the design numbers with the generative composer: the coverage gate
+    passes the tiny corpus to the composer, whose model call then fails (the extractive
+    composer, the default, calls no model)."""
+    path = folder / "generative.yaml"
+    save_config(DESIGN.replace(composer="generative"), path)
+    return ["--config", str(path)]
+
+
 @pytest.mark.db
 @pytest.mark.parametrize("declines", [True, False], ids=["gate-declines", "tiny-corpus"])
 def test_ask_answer_with_a_dead_server_is_a_model_error(
@@ -139,9 +148,9 @@ def test_ask_answer_with_a_dead_server_is_a_model_error(
     tmp_path: Path,
 ) -> None:
     kill_the_model_server(monkeypatch)
-    # The design numbers: the coverage gate passes the tiny corpus to the outline planner (the
+    # The design numbers: the coverage gate passes the tiny corpus to the composer (the
     # production gate may decline first, which would test the fallback's call instead).
-    which = declining_config(tmp_path) if declines else ["--design"]
+    which = declining_config(tmp_path) if declines else generative_config(tmp_path)
     ask = ["ask", "Why does Arjuna lay down his bow?", "--answer", "--corpus", tiny_corpus, *which]
     code = main(ask)
     out, err = capsys.readouterr()
@@ -150,8 +159,32 @@ def test_ask_answer_with_a_dead_server_is_a_model_error(
     assert err.count("\n") == 1
     assert "branch: error  (model error (" in out
     assert "corpus insufficient" not in out and "no theses" not in out
-    stage = "fallback" if declines else "outline planner"  # a declining gate: the fallback
+    stage = "fallback" if declines else "composer"  # a declining gate: the fallback
     assert f"model error ({stage}:" in out
+
+
+@pytest.mark.db
+def test_the_extractive_composer_answers_with_no_model_and_every_claim_checked(
+    tiny_corpus: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    kill_the_model_server(monkeypatch)  # any model call would fail the command
+    ask = [
+        "ask",
+        "Why does Arjuna lay down his bow?",
+        "--answer",
+        "--json",
+        "--corpus",
+        tiny_corpus,
+    ]
+    assert main([*ask, "--design"]) == 0
+    turn = json.loads(capsys.readouterr().out)["turn"]
+    assert turn["branch"] == "grounded" and turn["composer"] == "extractive"
+    assert turn["usage"]["calls"] == 0 and turn["check"]["claims"]
+    statuses = {c["status"] for c in turn["check"]["claims"]}
+    assert statuses <= {"supported", "unsupported"}  # each cites the note it was taken from
+    assert "[1]" not in turn["text"] and turn["text"].startswith("- ")
 
 
 @pytest.mark.db
