@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from citegate.core.config import PipelineConfig, load_config
+from citegate.core.errors import InputError
+from citegate.corpus.audited_claims import AUDIT_FILE, load_audited
 from citegate.evaluation.certify import Certified, CertifiedKinds
 from citegate.studies.faithfulness import answers as fa
 from citegate.studies.faithfulness.artifacts import recommended_config, save_recommendation
@@ -89,3 +91,14 @@ def test_an_infeasible_certificate_recommends_one_and_is_refused() -> None:
     )
     checks = certificate_checks({"certified": cert.to_dict()})
     assert not any(c.ok for c in checks)
+
+
+def test_the_shipped_audit_loads_and_a_bad_line_is_named(tmp_path: Path) -> None:
+    audited = load_audited()
+    assert len(audited) == 50 and {a.label for a in audited} == {0, 1}
+    assert all(a.why and a.note for a in audited)
+    bad = tmp_path / "audit.jsonl"
+    good = AUDIT_FILE.read_text(encoding="utf-8").splitlines()[0]
+    bad.write_text(good + "\n" + good.replace('"label": 0', '"label": 2') + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"audit.jsonl: record line 2: label must be 0 or 1"):
+        load_audited(bad)

@@ -10,6 +10,8 @@ from typing import Any
 
 import pandas as pd
 
+from citegate.corpus.audited_claims import AuditedClaim
+from citegate.evaluation import metrics as M
 from citegate.evaluation.certify import Certified, CertifiedKinds
 from citegate.studies.faithfulness.answers import passes_bar
 from citegate.studies.faithfulness.compute import RealisedRow, RocRow, ValidatorReport
@@ -92,6 +94,37 @@ def realised_frame(rows: Sequence[RealisedRow]) -> pd.DataFrame:
     )
 
 
+def audit_frame(audited: Sequence[AuditedClaim], scores: Any, threshold: float) -> pd.DataFrame:
+    """The hand-audited generated claims at `threshold`, per language and all: supported claims
+    kept (recall) and unsupported ones passed (false supports), with Wilson intervals."""
+    frame = pd.DataFrame(
+        {
+            "language": [a.language for a in audited],
+            "label": [a.label for a in audited],
+            "passed": [float(s) >= threshold for s in scores],
+        }  # fmt: skip
+    )
+    rows = []
+    for lang, part in [*frame.groupby("language", sort=True), ("all", frame)]:
+        pos, neg = part[part["label"] == 1], part[part["label"] == 0]
+        fsr = M.rate_ci_or_nan(neg["passed"])
+        rec = M.rate_ci_or_nan(pos["passed"])
+        rows.append(
+            {
+                "language": lang,
+                "supported (audit)": len(pos),
+                "kept": int(pos["passed"].sum()),
+                "recall": rec[0],
+                "unsupported (audit)": len(neg),
+                "false supports": int(neg["passed"].sum()),
+                "false-support rate": fsr[0],
+                "lo (Wilson)": fsr[1],
+                "hi (Wilson)": fsr[2],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def _key(name: str) -> str:
     """A slice name as a metric suffix: `xquad ru->en` -> `xquad.ru_en`."""
     return name.replace("->", "_").replace(" ", ".")
@@ -116,6 +149,13 @@ def validator_metrics(report: ValidatorReport) -> dict[str, float]:
             out["false_support_rate.test" + tail] = r.false_support_rate
             out["supported_recall.test" + tail] = r.recall
     return {k: v for k, v in out.items() if math.isfinite(v)}
+
+
+def audit_metrics(audit: pd.DataFrame) -> dict[str, float]:
+    """The audited sample's false-support rate and recall over all languages."""
+    r = audit[audit["language"] == "all"].iloc[0]
+    out = {"audit_false_support_rate": r["false-support rate"], "audit_recall": r["recall"]}
+    return {k: float(v) for k, v in out.items() if math.isfinite(float(v))}
 
 
 def answer_metrics(table: pd.DataFrame, judge: pd.DataFrame | None) -> dict[str, float]:
@@ -172,6 +212,8 @@ def as_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 __all__ = [
     "GOAL_AUROC",
     "answer_metrics",
+    "audit_frame",
+    "audit_metrics",
     "as_records",
     "certificate_frame",
     "conclusion",
