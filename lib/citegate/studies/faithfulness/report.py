@@ -52,14 +52,14 @@ def plot_composers(table: pd.DataFrame) -> Any:
     """Supported share per composer and language, with its clustered interval and the bar."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    fig, ax = plt.subplots(figsize=(8, 4.2))
     parts = table[table["claims"] > 0]
     labels = [f"{r.composer}\n{r.language}" for r in parts.itertuples()]
     y = parts["supported_share"].to_numpy()
     err = [y - parts["supported_lo"].to_numpy(), parts["supported_hi"].to_numpy() - y]
     ax.bar(range(len(y)), y, yerr=err, capsize=3, color="#4c72b0")
     ax.axhline(SUPPORTED_BAR, color="#c44e52", ls="--", lw=1, label=f"bar {SUPPORTED_BAR:.0%}")
-    ax.set_xticks(range(len(y)), labels, fontsize=7)
+    ax.set_xticks(range(len(y)), labels, fontsize=7, rotation=30, ha="right")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("claims supported")
     ax.set_title("Share of claims a cited note supports, per composer and language")

@@ -41,11 +41,18 @@ def roc_frame(rows: Sequence[RocRow]) -> pd.DataFrame:
 
 
 def mode_frame(rows: Sequence[ModeRow]) -> pd.DataFrame:
-    """Modes x slices of the tune part: the AUROC each support mode reaches."""
+    """Modes x slices of the tune part (corpus and language pairs; the families are in the ROC
+    table): the AUROC each support mode reaches."""
     frame = pd.DataFrame(
-        [{"mode": r.mode, "slice": r.row.slice.name, "auroc": r.row.auroc} for r in rows]
+        [
+            {"mode": r.mode, "slice": r.row.slice.name, "auroc": r.row.auroc}
+            for r in rows
+            if r.row.slice.family == "*"
+        ]
     )
-    return frame.pivot(index="mode", columns="slice", values="auroc").reset_index()
+    order = list(dict.fromkeys(frame["slice"]))
+    wide = frame.pivot(index="mode", columns="slice", values="auroc")[order]
+    return wide.rename_axis(columns=None).reset_index()
 
 
 def certificate_frame(cert: Certified | CertifiedKinds) -> pd.DataFrame:
@@ -174,7 +181,12 @@ def answer_metrics(table: pd.DataFrame, judge: pd.DataFrame | None) -> dict[str,
 
 
 def conclusion(
-    report: ValidatorReport, mode: str, table: pd.DataFrame, chosen: str, judge: pd.DataFrame | None
+    report: ValidatorReport,
+    mode: str,
+    table: pd.DataFrame,
+    chosen: str,
+    judge: pd.DataFrame | None,
+    audit: pd.DataFrame | None = None,
 ) -> str:
     """Markdown conclusion: the validator against its goal, the certificate, the test cost in
     recall, the composer recommended, and what the judge may be trusted with."""
@@ -197,6 +209,15 @@ def conclusion(
         "of supported ones: a faithful paraphrase the embedder scores lower is flagged, never "
         "an unsupported claim shown as supported beyond the certified rate.",
     ]
+    if audit is not None and len(audit):
+        a = audit[audit["language"] == "all"].iloc[0]
+        lines.append(
+            f"- On {a['unsupported (audit)'] + a['supported (audit)']} claims the local model "
+            f"wrote, audited by hand: {a['false supports']} of {a['unsupported (audit)']} "
+            f"unsupported ones pass ({a['false-support rate']:.1%}, Wilson 95% up to "
+            f"{a['hi (Wilson)']:.1%}), {a['kept']} of {a['supported (audit)']} supported ones "
+            "are kept."
+        )
     verdict = "passes" if passes_bar(table, chosen) else "does not pass"
     lines.append(f"- Production's composer: **{chosen}**; at this threshold it {verdict} the bar.")
     if judge is not None and len(judge):
