@@ -1,7 +1,8 @@
 """The bench's answer part: what composing and checking add to a warm retrieve.
 
 For each question: the warm retrieve, the extractive composer over its notes, then the claim
-check (`turn.checked`) of that answer. The embedding cache is fresh for this part, so the claims
+check (`turn.checked`) of that answer, both with production's answer settings (support mode and
+threshold). The embedding cache is fresh for this part, so the claims
 (and the notes as the support scorer embeds them) are embedded per question, as for a question
 nobody asked before; the retrieve's question embedding comes from the earlier parts' cache, as
 it would from the first pass of a live turn. Reported: each step's p50/p95, and the p50 of
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from citegate.core.config import PipelineConfig
+from citegate.core.config import PipelineConfig, production
 from citegate.models.embed import CachedEmbedder, Embedder
 from citegate.models.rerank import CosineReranker
 from citegate.pipeline.extractive import extract
@@ -37,11 +38,14 @@ def bench_answer(
     """Retrieve (on `warm`, the questions' embeddings cached), compose and check each question;
     the composer and the check embed on a fresh cache (`tmp`), as a new answer would."""
     fresh = CachedEmbedder(model, tmp / "answer.sqlite")
+    cfg = cfg.replace(**answer_settings(production()))  # production's composer and claim check
     rr = CosineReranker()
     retrieve_s, compose_s, check_s, claims = [], [], [], []
     for q in questions:
         res, t_r = timed(lambda q=q: retrieve(conn, q, cfg, warm, rr))
-        composed, t_c = timed(lambda q=q, res=res: extract(fresh, q, res.notes))
+        composed, t_c = timed(
+            lambda q=q, res=res: extract(fresh, q, res.notes, sentences=cfg.extract_sentences)
+        )
         check, t_k = timed(lambda c=composed: checked(c.text, c.offered, cfg, fresh))
         retrieve_s.append(t_r)
         compose_s.append(t_c)
@@ -61,6 +65,15 @@ def bench_answer(
             float(np.median(without)) if len(without) else np.nan,
         ),
     }
+
+
+ANSWER_KEYS = ("extract_sentences", "support_mode", "support_threshold", "unsupported_claims")
+
+
+def answer_settings(cfg: PipelineConfig) -> dict[str, Any]:
+    """The answer-stage settings of a config (what the bench's answer part takes from
+    production, whatever config its retrieval parts run)."""
+    return {k: getattr(cfg, k) for k in ANSWER_KEYS}
 
 
 def answer_rows(res: dict[str, Any]) -> list[list[Any]]:
