@@ -239,7 +239,7 @@ def test_extends_merges_parameters_and_profiles_and_replaces_the_rest(tmp_path: 
     [
         ({"extends": "../probe.yaml"}, "needs its own name"),
         ({"extends": 3, "name": "c"}, "extends must be the path of a spec"),
-        ({"extends": "../nowhere.yaml", "name": "c"}, "cannot read experiment spec"),
+        ({"extends": "../nowhere.yaml", "name": "c"}, "cannot read the experiment spec"),
         ({"extends": "child.yaml", "name": "c"}, "makes a cycle"),
     ],
 )

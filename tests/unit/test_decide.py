@@ -136,20 +136,24 @@ def test_an_infeasible_threshold_answers_nothing() -> None:
 
 
 def learned_cfg(tmp_path: Path, model: LearnedGate) -> PipelineConfig:
-    digest = model.save(tmp_path / "gate_model.json")
-    return CFG.replace(gate="learned", gate_model="gate_model.json", gate_model_digest=digest)
-
-
-def test_a_model_file_is_found_next_to_the_config_and_checked(tmp_path: Path) -> None:
-    cfg = learned_cfg(tmp_path, gate())
-    assert gate_model_path(cfg, tmp_path) == tmp_path / "gate_model.json"
-    assert load_gate(cfg, tmp_path) == gate()
-    (tmp_path / "gate_model.json").write_text(
-        (tmp_path / "gate_model.json").read_text().replace('"threshold": 0.43', '"threshold": 0.1')
+    (tmp_path / "models").mkdir(exist_ok=True)
+    digest = model.save(tmp_path / "models" / "gate_model.json")
+    return CFG.replace(
+        gate="learned", gate_model="models/gate_model.json", gate_model_digest=digest
     )
+
+
+def test_a_model_file_is_found_under_the_config_folders_models_and_checked(
+    tmp_path: Path,
+) -> None:
+    cfg = learned_cfg(tmp_path, gate())
+    model = tmp_path / "models" / "gate_model.json"
+    assert gate_model_path(cfg, tmp_path) == model
+    assert load_gate(cfg, tmp_path) == gate()
+    model.write_text(model.read_text().replace('"threshold": 0.43', '"threshold": 0.1'))
     with pytest.raises(ConfigError, match="gate_model.json: gate model digest"):
         load_gate(cfg, tmp_path)
-    (tmp_path / "gate_model.json").unlink()
+    model.unlink()
     with pytest.raises(
         ConfigError, match="gate_model.json: the learned gate's model file is missing"
     ):

@@ -45,11 +45,14 @@ def chosen_config(args: argparse.Namespace) -> NamedConfig:
     if cfg.gate != "learned" and not cfg.reranker_model:
         return choice
     folder = PRODUCTION.parent if choice.source == "production" else Path(choice.source).parent
+    # A production-shaped file names models under its models/ folder; a plain config file (a
+    # run folder's recommended_config.yaml) names them inside its own folder.
+    root = None if choice.version is not None else folder
     if cfg.reranker_model:
-        cfg = cfg.replace(reranker_model=str(reranker_model_path(cfg, folder).resolve()))
+        cfg = cfg.replace(reranker_model=str(reranker_model_path(cfg, folder, root).resolve()))
         load_reranker(cfg)
     if cfg.gate == "learned":
-        cfg = cfg.replace(gate_model=str(gate_model_path(cfg, folder).resolve()))
+        cfg = cfg.replace(gate_model=str(gate_model_path(cfg, folder, root).resolve()))
         load_gate(cfg)
     return NamedConfig(cfg, choice.source, choice.version, choice.source_run)
 

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
 from tqdm import tqdm
 
 from citegate.core import paths
 from citegate.core.errors import ConfigError
+from citegate.core.yamlfile import loads_yaml
 from citegate.models.embed import default_embedder_id
 from citegate.tracking.runner import RunOutcome, format_checks, run_experiment
 from citegate.tracking.schedule import Finished, run_scheduled, summary
@@ -27,13 +27,7 @@ def parse_sets(pairs: list[str]) -> dict[str, Any]:
         if "=" not in pair:
             raise ConfigError(f"--set expects KEY=VALUE, got {pair!r}")
         key, value = pair.split("=", 1)
-        try:
-            out[key.strip()] = yaml.safe_load(value)
-        except (yaml.YAMLError, RecursionError, ValueError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ConfigError(
-                f"--set {key.strip()}: the value is not valid YAML ({first})"
-            ) from exc
+        out[key.strip()] = loads_yaml(value, f"--set {key.strip()}")
     return out
 
 

@@ -32,6 +32,7 @@ from citegate.core.language_thresholds import (
     canonical_thresholds,
     threshold_problems,
 )
+from citegate.core.yamlfile import read_yaml
 
 PRODUCTION = paths.EXPERIMENTS / "production.yaml"
 
@@ -405,18 +406,12 @@ def _coerce_thresholds(value: Any, source: str) -> Any:
 def load_config(path: Path) -> PipelineConfig:
     """Read a YAML file holding a `PipelineConfig` (optionally under a `pipeline:` key).
 
-    A missing or unreadable file, invalid YAML, an empty file or a non-mapping is a ConfigError
-    naming the path (an empty file would otherwise run the design numbers without saying so).
+    Read by `core.yamlfile.read_yaml` (a regular file, size-limited, no aliases, anchors or
+    tags). A missing or unreadable file, invalid YAML, an empty file or a non-mapping is a
+    one-line ConfigError naming the path (an empty file would otherwise run the design numbers
+    without saying so).
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError(f"{path}: cannot read the config file: {reason}") from exc
-    try:
-        data = yaml.safe_load(text)
-    except (yaml.YAMLError, RecursionError, ValueError) as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    data = read_yaml(path, "config file")
     if data is None:
         raise ConfigError(
             f"{path}: the config file is empty; write the pipeline keys to use (or pass "
@@ -449,7 +444,8 @@ LEGACY_METRICS = {
 
 
 def read_production(path: Path | None = None) -> dict[str, Any]:
-    """The production document: {version, pipeline, provenance, accepted_on}, validated.
+    """The production document: {version, pipeline, provenance, accepted_on}, validated, read
+    by `core.yamlfile.read_yaml` (a regular file, size-limited, no aliases, anchors or tags).
 
     Refused with a ConfigError naming the file and key: unknown top-level keys, a version that
     is not a positive integer, a pipeline that is not a non-empty mapping (an empty one would
@@ -457,10 +453,7 @@ def read_production(path: Path | None = None) -> dict[str, Any]:
     version-2 files are renamed to their explicit pooled names (`LEGACY_METRICS`).
     """
     path = Path(path or PRODUCTION)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, ValueError) as exc:
-        raise ConfigError(f"{path}: cannot read the production config: {exc}") from exc
+    doc = read_yaml(path, "production config")
     if not isinstance(doc, dict):
         raise ConfigError(f"{path}: expected a mapping with keys {list(TOP_LEVEL_KEYS)}")
     _check_document(doc, path)
@@ -550,8 +543,8 @@ def _is_production_document(path: Path) -> bool:
     """Whether a config file is shaped like the production file (a version and a provenance);
     an unreadable file is not (`load_config` then names the problem)."""
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, ValueError):
+        data = read_yaml(path, "config file")
+    except ConfigError:
         return False
     return isinstance(data, dict) and "version" in data and "provenance" in data
 

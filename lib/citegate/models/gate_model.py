@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from citegate.core.errors import ConfigError
+from citegate.core.inputs import MAX_JSON_DEPTH, MAX_MODEL_BYTES, loads_json, read_file_bytes
 
 FORMAT = 1
 KIND = "citegate.learned_gate"
@@ -260,23 +261,26 @@ def _problems(g: LearnedGate) -> list[str]:
 
 
 def file_digest(path: str | Path) -> str:
-    """sha256 hex digest of a file's bytes (what `save` returned)."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """sha256 hex digest of a file's bytes (what `save` returned), read as `load` reads them."""
+    return hashlib.sha256(read_file_bytes(path, "gate model", MAX_MODEL_BYTES)).hexdigest()
 
 
 def load(path: str | Path, digest: str | None = None) -> LearnedGate:
-    """Read a model file. ConfigError naming the path when it cannot be read, its digest differs
-    from `digest` (the full sha256 hex), its format is unknown, or a field is missing or bad."""
+    """Read a model file (`core.inputs.read_file_bytes`: a regular file of at most
+    `MAX_MODEL_BYTES`, JSON nested at most `MAX_JSON_DEPTH` deep). ConfigError naming the path
+    when it cannot be read, is not a regular file or too large, its digest differs from `digest`
+    (the full sha256 hex), it is not such JSON, its format is unknown, or a field is missing or
+    bad."""
     p = Path(path)
     try:
-        data = p.read_bytes()
+        data = read_file_bytes(p, "gate model", MAX_MODEL_BYTES)
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read the gate model ({exc.strerror or exc})") from exc
     actual = hashlib.sha256(data).hexdigest()
     if digest is not None and digest.lower() != actual:
         raise ConfigError(f"{p}: gate model digest {actual} differs from the expected {digest}")
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = loads_json(data.decode("utf-8"), MAX_JSON_DEPTH)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{p}: not a JSON gate model ({exc})") from exc
     if not isinstance(doc, dict):

@@ -3,7 +3,8 @@ refused when its embedder is not the one its corpora were embedded with (vectors
 never mix). Reading the file is `core.config.production`; this module adds the database check,
 and for the learned gate the model file check (`load_gate`): the file the config names, relative
 to the config file's folder (`experiments/` for production: `models/gate-<digest12>.json`), must
-exist, have the digest the config records, name only known signals, and need no reranker the
+lie inside its `models/` folder (real path: no absolute path, '..' or link out), be a regular
+file of bounded size (`core.inputs.read_file_bytes`), have the digest the config records, name only known signals, and need no reranker the
 config does not run; an LTR reranker's model file (`models/ltr-<digest12>.json`) likewise must
 exist with its recorded digest (`load_reranker`).
 """
@@ -74,20 +75,42 @@ def check_embedder(
     return cfg
 
 
-def gate_model_path(cfg: PipelineConfig, base: Path | None = None) -> Path:
-    """The model file a learned-gate config names: absolute as given, else relative to `base`
-    (the folder of the config file; default `experiments/`, the production file's)."""
-    return _relative(cfg.gate_model, base)
+def gate_model_path(
+    cfg: PipelineConfig, base: Path | None = None, root: Path | None = None
+) -> Path:
+    """The model file a learned-gate config names: relative to `base` (the folder of the config
+    file; default `experiments/`, the production file's), or absolute as given. Its real path
+    (links followed) must lie inside `root` (default `base/models/`, where promote keeps every
+    model a production file names; a plain `--config` file's own folder for `citegate ask`), or
+    it is a one-line ConfigError: a config file cannot point the service at any file on the
+    machine. An absolute name with neither `base` nor `root` is a path a caller already checked
+    (`citegate ask` resolves the names of its config file first) and is taken as given."""
+    return _model_file(cfg.gate_model, base, root, "learned gate's")
 
 
-def reranker_model_path(cfg: PipelineConfig, base: Path | None = None) -> Path:
-    """The LTR model file a config names (`reranker_model`), resolved as `gate_model_path`."""
-    return _relative(cfg.reranker_model, base)
+def reranker_model_path(
+    cfg: PipelineConfig, base: Path | None = None, root: Path | None = None
+) -> Path:
+    """The LTR model file a config names (`reranker_model`), resolved and confined as
+    `gate_model_path`."""
+    return _model_file(cfg.reranker_model, base, root, "LTR reranker's")
 
 
-def _relative(name: str, base: Path | None) -> Path:
+def _model_file(name: str, base: Path | None, root: Path | None, whose: str) -> Path:
+    """`name` relative to `base` (default `experiments/`), refused when its real path leaves
+    `root` (default `base/models/`); see `gate_model_path`."""
+    folder = Path(base or PRODUCTION.parent)
     path = Path(name)
-    return path if path.is_absolute() else Path(base or PRODUCTION.parent) / path
+    full = path if path.is_absolute() else folder / path
+    if path.is_absolute() and base is None and root is None:
+        return full
+    allowed = Path(root or folder / MODELS_DIR).resolve()
+    if allowed not in full.resolve().parents:
+        raise ConfigError(
+            f"{full}: the {whose} model file lies outside {allowed} (an absolute path, '..' or "
+            "a link pointing out); a config names its model files inside that folder"
+        )
+    return full
 
 
 def load_reranker(cfg: PipelineConfig, base: Path | None = None) -> Reranker:

@@ -28,6 +28,7 @@ from threadpoolctl import ThreadpoolController
 
 from citegate.core import paths
 from citegate.core.errors import ConfigError
+from citegate.core.inputs import MAX_JSON_DEPTH, MAX_MODEL_BYTES, loads_json, read_file_bytes
 from citegate.models.ltr.features import FEATURE_NAMES, check_feature_names, features
 from citegate.models.ltr.portable import PortableModel, from_doc, from_sklearn
 from citegate.models.protocols import Scorable
@@ -150,13 +151,15 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 def load_ltr(name: str, path: Path | None = None, digest: str | None = None) -> LTRReranker:
     """The trained model `name` (`ltr/<name>` works too), read from `path` (default
-    `model_path(name)`); ConfigError naming the file when it is missing, its sha256 differs from
-    `digest` (when given), or it is not a model file of this format."""
+    `model_path(name)`, read by `core.inputs.read_file_bytes`: a regular file of at most
+    `MAX_MODEL_BYTES`, JSON nested at most `MAX_JSON_DEPTH` deep); ConfigError naming the file
+    when it is missing, not a regular file or too large, its sha256 differs from `digest` (when
+    given), or it is not a model file of this format."""
     bare = bare_name(name)
     path = Path(path or model_path(bare))
     retrain = f"retrain it with `citegate ltr train --name {bare}`"
     try:
-        data = path.read_bytes()
+        data = read_file_bytes(path, "LTR model", MAX_MODEL_BYTES)
     except OSError as exc:
         hint = (
             "promote the run that trained it"
@@ -191,7 +194,7 @@ def load_ltr(name: str, path: Path | None = None, digest: str | None = None) -> 
 def _parse(path: Path, data: bytes, retrain: str) -> dict[str, Any]:
     """The file's JSON object, checked for this format and kind."""
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = loads_json(data.decode("utf-8"), MAX_JSON_DEPTH)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path}: not a JSON LTR model ({exc}); {retrain}") from exc
     if (
@@ -220,6 +223,7 @@ def load_run(name: str) -> dict[str, Any]:
     """The side file of the trained model `name` ({} when there is none)."""
     p = run_path(model_path(name))
     try:
-        return dict(json.loads(p.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
+        data = read_file_bytes(p, "LTR model's side file", MAX_MODEL_BYTES)
+        return dict(loads_json(data.decode("utf-8"), MAX_JSON_DEPTH))
+    except (OSError, ValueError, TypeError, ConfigError):
         return {}

@@ -7,10 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from citegate.core import paths
 from citegate.core.errors import ConfigError
+from citegate.core.yamlfile import read_yaml
 from citegate.research.bench.common import ratio
 
 # The figures `score_goals` computes, so exactly the keys the goal file must hold.
@@ -42,7 +41,7 @@ class Goal:
 def load_goals(path: Path = paths.BENCH_GOALS) -> dict[str, Goal]:
     """name -> Goal, in `NAMES` order; a ConfigError naming the file and the key when a goal is
     missing, unknown (a misspelt name) or malformed."""
-    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    doc = read_yaml(path, "bench goals file")
     if not isinstance(doc, dict):
         raise ConfigError(f"{path}: expected a mapping of goal name -> {{goal, better}}")
     unknown = sorted(set(map(str, doc)) - set(NAMES))

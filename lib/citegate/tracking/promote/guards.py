@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from citegate.core import paths
 from citegate.core.errors import ConfigError
+from citegate.core.yamlfile import read_yaml
 from citegate.corpus.questions import LABELS
 from citegate.evaluation import metrics as M
 
@@ -39,12 +39,10 @@ class Guard:
 def load_guards(path: Path | None = None) -> tuple[dict[str, Any], list[Guard]]:
     """The evaluation settings and guard metrics declared in `experiments/guards.yaml`."""
     path = Path(path or GUARDS)
+    doc = read_yaml(path, "guards file")
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
         evaluation = doc["evaluation"]
         guards = [Guard(g["metric"], g["better"], float(g["tolerance"])) for g in doc["guards"]]
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read the guards: {exc}") from exc
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(
             f"{path}: needs `evaluation` and `guards` (each with metric, better, tolerance): "

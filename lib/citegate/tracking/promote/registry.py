@@ -13,12 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from citegate.core import paths
 from citegate.core.config import PipelineConfig, load_config, read_production
 from citegate.core.errors import ConfigError
 from citegate.core.redact import safe_mapping
+from citegate.core.yamlfile import loads_yaml
 from citegate.store.production import load_gate, load_reranker
 from citegate.tracking.promote import production_file
 from citegate.tracking.promote.decision import PromotionDecision, decide
@@ -236,7 +235,7 @@ def _ensure_current_registered(client: Any) -> Any | None:
             "<p>baseline registration</p>",
             {"note": "the production file found in the repository"},
         )
-        number = str(yaml.safe_load(text).get("version", ""))
+        number = str(loads_yaml(text, production_file.PRODUCTION).get("version", ""))
         current = _register(client, run, "baseline", {"file_version": number})
         client.set_registered_model_alias(REGISTERED_NAME, "production", current.version)
     return current
@@ -294,7 +293,7 @@ def next_version(client: Any, current: int) -> int:
             seen.append(int(tag))
             continue
         with contextlib.suppress(Exception):  # an unreadable old version names no number
-            seen.append(int(yaml.safe_load(_version_text(v))["version"]))
+            seen.append(int(loads_yaml(_version_text(v), "a registered version")["version"]))
     return max(seen) + 1
 
 
@@ -350,7 +349,8 @@ def rollback() -> tuple[str, str]:
     if previous is None or current is None:
         raise ConfigError("nothing to roll back to: the registry has no 'previous' version")
     text = _version_text(previous)
-    restored = PipelineConfig.from_dict(yaml.safe_load(text)["pipeline"])  # never an invalid file
+    doc = loads_yaml(text, "the previous version")  # a file once promoted: never invalid
+    restored = PipelineConfig.from_dict(doc["pipeline"])
     # Its model files stayed in models/ (content-addressed, never removed): check they are intact.
     if restored.reranker_model:
         load_reranker(restored, production_file.PRODUCTION.parent)
