@@ -48,6 +48,22 @@ def composer_lines(table: pd.DataFrame, threshold: float, chosen: str) -> list[s
     return lines
 
 
+def mode_line(rows: Sequence[Any], mode: str, named: str) -> str:
+    """Which support mode is certified and why: named by the run (with the best mode's tune
+    AUROC beside it, so the price of the choice is on the page) or the best one."""
+    pooled = {r.mode: r.row.auroc for r in rows if r.row.slice.name == "all"}
+    best = max(pooled, key=pooled.__getitem__) if pooled else mode
+    if not named or named == best:
+        return f"Support mode certified: **`{mode}`**, the highest tune AUROC over all pairs."
+    return (
+        f"Support mode certified: **`{mode}`** (tune AUROC over all pairs "
+        f"{pooled.get(mode, float('nan')):.3f}), named by `SUPPORT_MODE`: with the extractive "
+        "composer it embeds nothing new, since the claims and the note sentences were embedded "
+        f"as passages when the answer was composed. The best tune AUROC is `{best}`'s, "
+        f"{pooled[best]:.3f}."
+    )
+
+
 def plot_composers(table: pd.DataFrame) -> Any:
     """Supported share per composer and language, with its clustered interval and the bar."""
     import matplotlib.pyplot as plt
