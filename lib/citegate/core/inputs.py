@@ -134,12 +134,16 @@ def text_problem(value: str) -> str | None:
 
 def loads_json(line: str, max_depth: int | None = None) -> Any:
     """`json.loads`, with nesting too deep for the parser (or, given `max_depth`, deeper than
-    `max_depth` levels of objects and arrays) reported as a `json.JSONDecodeError` like any
-    other bad JSON, instead of a RecursionError."""
+    `max_depth` levels of objects and arrays) and an integer too long to convert reported as a
+    `json.JSONDecodeError` like any other bad JSON, instead of a RecursionError or ValueError."""
     try:
         doc = json.loads(line)
     except RecursionError:
         raise json.JSONDecodeError("nested too deeply", line, 0) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer of over 4,300 digits (Python's conversion limit)
+        raise json.JSONDecodeError("a number too long to read", line, 0) from None
     if max_depth is not None and json_depth(doc) > max_depth:
         raise json.JSONDecodeError(f"nested deeper than {max_depth} levels", line, 0)
     return doc
@@ -201,5 +205,11 @@ def _check_regular(path: Path | str, what: str, st: os.stat_result, limit: int) 
 
 def _shown(value: str, chars: int = 40) -> str:
     """A value as an error message shows it: repr, cut to `chars` characters."""
+    return shown(value, chars)
+
+
+def shown(value: object, chars: int = 40) -> str:
+    """Any value as an error message shows it: repr, cut to `chars` characters (a file may
+    hold a string of megabytes where a number belongs)."""
     text = repr(value)
     return text if len(text) <= chars else text[: chars - 1] + "…"

@@ -26,7 +26,13 @@ from typing import Any
 import numpy as np
 
 from citegate.core.errors import ConfigError
-from citegate.core.inputs import MAX_JSON_DEPTH, MAX_MODEL_BYTES, loads_json, read_file_bytes
+from citegate.core.inputs import (
+    MAX_JSON_DEPTH,
+    MAX_MODEL_BYTES,
+    loads_json,
+    read_file_bytes,
+    shown,
+)
 
 FORMAT = 1
 KIND = "citegate.learned_gate"
@@ -287,7 +293,8 @@ def load(path: str | Path, digest: str | None = None) -> LearnedGate:
         raise ConfigError(f"{p}: a gate model is a JSON object")
     if doc.get("format") != FORMAT or doc.get("kind") != KIND:
         raise ConfigError(
-            f"{p}: unknown gate model format {doc.get('format')!r} / kind {doc.get('kind')!r} "
+            f"{p}: unknown gate model format {shown(doc.get('format'))} / kind "
+            f"{shown(doc.get('kind'))} "
             f"(this version reads format {FORMAT}, kind {KIND!r})"
         )
     return _from_doc(p, doc)
@@ -301,7 +308,7 @@ def _from_doc(p: Path, doc: dict[str, Any]) -> LearnedGate:
             raise ConfigError(f"{p}: gate model field {name!r} is missing")
         try:
             values[name] = _READERS[name](doc[name])
-        except (TypeError, ValueError, IndexError) as exc:
+        except (TypeError, ValueError, IndexError, OverflowError) as exc:
             raise ConfigError(f"{p}: gate model field {name!r} is malformed ({exc})") from exc
     try:
         return LearnedGate(**values)
@@ -313,7 +320,7 @@ def _stats(v: Any) -> dict[str, tuple[float, float]]:
     out = {}
     for k, pair in _mapping(v).items():
         if not isinstance(pair, list) or len(pair) != 2:
-            raise ValueError(f"language {k!r} needs a [mean, std] pair")
+            raise ValueError(f"language {shown(k)} needs a [mean, std] pair")
         out[str(k)] = (float(pair[0]), float(pair[1]))
     return out
 
@@ -338,8 +345,8 @@ def _mapping(v: Any) -> Mapping[str, Any]:
 
 def _number(v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, int | float):
-        raise TypeError(f"expected a number, got {v!r}")
-    return float(v)
+        raise TypeError(f"expected a number, got {type(v).__name__}")
+    return float(v)  # OverflowError for an integer no float can hold
 
 
 _READERS: dict[str, Any] = {

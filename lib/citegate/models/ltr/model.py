@@ -28,7 +28,13 @@ from threadpoolctl import ThreadpoolController
 
 from citegate.core import paths
 from citegate.core.errors import ConfigError
-from citegate.core.inputs import MAX_JSON_DEPTH, MAX_MODEL_BYTES, loads_json, read_file_bytes
+from citegate.core.inputs import (
+    MAX_JSON_DEPTH,
+    MAX_MODEL_BYTES,
+    loads_json,
+    read_file_bytes,
+    shown,
+)
 from citegate.models.ltr.features import FEATURE_NAMES, check_feature_names, features
 from citegate.models.ltr.portable import PortableModel, from_doc, from_sklearn
 from citegate.models.protocols import Scorable
@@ -181,7 +187,7 @@ def load_ltr(name: str, path: Path | None = None, digest: str | None = None) -> 
         )
     try:
         model = from_doc(doc["estimator"])
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
         raise ConfigError(f"{path}: malformed LTR estimator ({exc}); {retrain}") from exc
     reranker = LTRReranker(str(doc.get("name", bare)), model, meta)
     if reranker.digest != actual:
@@ -202,7 +208,11 @@ def _parse(path: Path, data: bytes, retrain: str) -> dict[str, Any]:
         or doc.get("format") != MODEL_FORMAT
         or doc.get("kind") != MODEL_KIND
     ):
-        got = (doc.get("format"), doc.get("kind")) if isinstance(doc, dict) else type(doc).__name__
+        got = (
+            f"({shown(doc.get('format'))}, {shown(doc.get('kind'))})"
+            if isinstance(doc, dict)
+            else type(doc).__name__
+        )
         raise ConfigError(
             f"{path}: not an LTR model of format {MODEL_FORMAT} (kind {MODEL_KIND!r}), found {got}; {retrain}"
         )

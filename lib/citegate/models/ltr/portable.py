@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from citegate.core.errors import ConfigError
+from citegate.core.inputs import shown
 
 KINDS = ("hgb", "logreg")
 
@@ -145,9 +146,9 @@ def from_doc(doc: Mapping[str, Any]) -> PortableModel:
     kind = doc.get("kind")
     n = doc.get("n_features")
     if kind not in KINDS:
-        raise ValueError(f"estimator kind {kind!r} is not one of {KINDS}")
+        raise ValueError(f"estimator kind {shown(kind)} is not one of {KINDS}")
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"n_features must be a positive integer, got {n!r}")
+        raise ValueError(f"n_features must be a positive integer, got {shown(n)}")
     if kind == "logreg":
         for key in ("mean", "scale", "coef"):
             if len(_finite(doc, key)) != n:
@@ -163,6 +164,8 @@ def from_doc(doc: Mapping[str, Any]) -> PortableModel:
 def _trees(raw: Any, n_features: int) -> Trees:
     if not isinstance(raw, list) or not raw:
         raise ValueError("trees must be a non-empty list")
+    if not all(isinstance(t, dict) and isinstance(t.get("leaf", []), list) for t in raw):
+        raise ValueError("every tree must be an object with a list of leaves")
     width = max(len(t.get("leaf", [])) for t in raw)
     shape = (len(raw), width)
     arr = {
@@ -230,12 +233,19 @@ def _finite(doc: Mapping[str, Any], key: str) -> list[float]:
 def _finite_number(doc: Mapping[str, Any], key: str) -> float:
     v = doc.get(key)
     if not (_is_number(v) and math.isfinite(v)):
-        raise ValueError(f"{key} must be a finite number, got {v!r}")
+        raise ValueError(f"{key} must be a finite number, got {shown(v)}")
     return float(v)
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
+    """A JSON number a float can hold (an integer of 400 digits cannot)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    try:
+        float(v)
+    except OverflowError:
+        return False
+    return True
 
 
 __all__ = ["KINDS", "PortableModel", "Trees", "from_doc", "from_sklearn"]
