@@ -239,7 +239,8 @@ def render(res: dict[str, Any]) -> str:
         ),
         _table(
             "4c. The answer stage after a warm retrieve: the extractive composer and the claim "
-            "check, ms (fresh embedding cache: claims embedded per question)",
+            "check in production's support mode, ms (an embedding cache fresh for this part: "
+            "what the composer embeds, the check may reuse)",
             ["step", "p50", "p95"],
             answer_rows(res),
         ),
