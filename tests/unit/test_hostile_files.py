@@ -205,3 +205,18 @@ def test_a_shipped_ltr_model_still_loads_through_the_reader(tmp_path: Path) -> N
     shutil.copy(shipped, copy)
     model = load_ltr("shipped", copy)
     assert load_ltr("shipped", copy, model.digest).digest == model.digest
+
+
+@pytest.mark.parametrize("key", ["version", "pipeline", "provenance", "pipeline.lane_k"])
+def test_a_value_of_the_wrong_shape_is_named_not_printed_whole(tmp_path: Path, key: str) -> None:
+    doc: dict[str, object] = {"version": 1, "pipeline": {"lane_k": 40}, "provenance": {}}
+    value = SECRET[:6] + "x" * 500_000 + SECRET
+    if key == "pipeline.lane_k":
+        doc["pipeline"] = {"lane_k": value}
+    else:
+        doc[key] = value
+    path = tmp_path / "production.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    with pytest.raises(ConfigError) as exc:
+        read_production(path)
+    one_line_refusal(exc, str(path), key.split(".")[-1])

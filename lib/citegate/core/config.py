@@ -26,6 +26,7 @@ import yaml
 
 from citegate.core import paths
 from citegate.core.errors import ConfigError
+from citegate.core.inputs import shown
 from citegate.core.language_thresholds import (
     LANGUAGE_THRESHOLD_KEYS,
     LANGUAGES,
@@ -374,20 +375,20 @@ def _coerce(key: str, value: Any, source: str) -> Any:
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{source}: corpora must be a list of names, got {value!r}")
+            raise ConfigError(f"{source}: corpora must be a list of names, got {shown(value)}")
         return tuple(value)
     if isinstance(default, bool):
         if not isinstance(value, bool):
-            raise ConfigError(f"{source}: {key} must be true/false, got {value!r}")
+            raise ConfigError(f"{source}: {key} must be true/false, got {shown(value)}")
         return value
     if isinstance(default, int) and not (isinstance(value, int) and not isinstance(value, bool)):
-        raise ConfigError(f"{source}: {key} must be an integer, got {value!r}")
+        raise ConfigError(f"{source}: {key} must be an integer, got {shown(value)}")
     if isinstance(default, float):
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{source}: {key} must be a number, got {value!r}")
+            raise ConfigError(f"{source}: {key} must be a number, got {shown(value)}")
         return float(value)
     if isinstance(default, str) and not isinstance(value, str):
-        raise ConfigError(f"{source}: {key} must be a string, got {value!r}")
+        raise ConfigError(f"{source}: {key} must be a string, got {shown(value)}")
     return value
 
 
@@ -397,7 +398,7 @@ def _coerce_thresholds(value: Any, source: str) -> Any:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise ConfigError(f"{source}: language_thresholds must be a mapping, got {value!r}")
+        raise ConfigError(f"{source}: language_thresholds must be a mapping, got {shown(value)}")
     if any(threshold_problems(lang, over) for lang, over in value.items()):
         return dict(value)
     return canonical_thresholds(value)
@@ -473,13 +474,13 @@ def _check_document(doc: dict[str, Any], path: Path) -> None:
         raise ConfigError(f"{path}: missing key(s) {missing}")
     version = doc["version"]
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ConfigError(f"{path}: version must be a positive integer, got {version!r}")
+        raise ConfigError(f"{path}: version must be a positive integer, got {shown(version)}")
     if not isinstance(doc["pipeline"], dict) or not doc["pipeline"]:
         raise ConfigError(
-            f"{path}: pipeline must be a non-empty mapping of config keys, got {doc['pipeline']!r}"
+            f"{path}: pipeline must be a non-empty mapping of config keys, got {shown(doc['pipeline'])}"
         )
     if not isinstance(doc["provenance"], dict):
-        raise ConfigError(f"{path}: provenance must be a mapping, got {doc['provenance']!r}")
+        raise ConfigError(f"{path}: provenance must be a mapping, got {shown(doc['provenance'])}")
     if doc.get("accepted_on") is not None and not isinstance(doc["accepted_on"], dict):
         raise ConfigError(f"{path}: accepted_on must be a mapping of metric names")
 
