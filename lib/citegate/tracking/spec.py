@@ -18,11 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from citegate.core import paths
 from citegate.core.config import PipelineConfig, resolve
-from citegate.core.errors import ConfigError
+from citegate.core.errors import ConfigError, InputError
+from citegate.core.yamlfile import read_yaml
 from citegate.corpus.builds import SPLIT_SUFFIX, build_id, fold_count, import_record
 from citegate.corpus.questions import load_set
 
@@ -220,10 +219,7 @@ def read_spec(path: Path, _seen: tuple[Path, ...] = ()) -> Any:
     parent's mapping with this one's keys on top: `parameters` and `profiles` merge one level deep
     (a child changes one parameter or profile), every other key replaces the parent's. An
     extending spec names itself (`name` is never inherited: it names the run folder)."""
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, ValueError) as exc:
-        raise ConfigError(f"{path}: cannot read experiment spec: {exc}") from exc
+    data = read_yaml(path, "experiment spec")
     if not isinstance(data, dict) or "extends" not in data:
         return data
     parent = data.pop("extends")
@@ -452,7 +448,10 @@ def check_corpus_labels(spec: ExperimentSpec, corpus: str, params: dict[str, Any
     split = corpus + SPLIT_SUFFIX
     searched = split if split in record.get("builds", {}) else corpus
     names = [searched, str(record.get("out_of_scope", "out-of-scope"))]
-    held = {q.label for n in names for q in load_set(n).questions}
+    try:
+        held = {q.label for n in names for q in load_set(n).questions}
+    except InputError:
+        return  # a set that cannot be read is refused by the run itself, naming its file
     for label in wanted:
         if label not in held:
             hint = LABEL_HINTS.get(str(label), "add questions of that label").format(c=corpus)
