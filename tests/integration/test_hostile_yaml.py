@@ -80,8 +80,9 @@ def test_doctor_names_a_bomb_in_the_production_file_in_one_line(
     prod.write_text(BOMB, encoding="utf-8")
     monkeypatch.setattr(config, "PRODUCTION", prod)
     capsys.readouterr()
-    main(["doctor"])
+    assert main(["doctor"]) == 2  # every check printed first, then the one error line
     out, err = capsys.readouterr()
+    assert "production config unreadable" in out and err.count("\n") == 1
     lines = [x for x in (out + err).splitlines() if str(prod) in x]
     assert len(lines) == 1 and "line 3, column 7: an anchor" in lines[0], out + err
     assert len(out + err) < 5000 and "Traceback" not in err

@@ -79,7 +79,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     )
     for eid, corpus, kind, n in rows:
         print(f"  {corpus:<10} {kind:<17} {n:>6}  {eid}")
-    empty = _print_lexical_lane(rows)
+    empty, unreadable = _print_lexical_lane(rows)
+    if unreadable is not None:  # printed in its place above; the command still fails, exit 2
+        raise unreadable
     if empty:  # every line above is printed first; the problem is the last line, exit 2
         raise EmptyCorpus(
             f"production searches {', '.join(empty)} under {production().embedder}, and "
@@ -91,15 +93,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_lexical_lane(rows: Sequence[tuple[str, str, str, int]]) -> list[str]:
+def _print_lexical_lane(
+    rows: Sequence[tuple[str, str, str, int]],
+) -> tuple[list[str], ConfigError | None]:
     """The production config's lexical backend over the fragments it searches, with what to
     change when that backend is slow at this size (`lanes.lexical_advice`); returns the
-    production corpora that hold no fragment for its embedder (a problem, never "ok")."""
+    production corpora that hold no fragment for its embedder (a problem, never "ok"), and the
+    error of a production file that cannot be read (the doctor then fails)."""
     try:
         cfg = production()
     except ConfigError as e:
-        print(f"lexical lane  production config unreadable: {e}")
-        return []
+        print("lexical lane  production config unreadable (the error line says why)")
+        return [], e
     held = {corpus for eid, corpus, _, c in rows if eid == cfg.embedder and c > 0}
     empty = [c for c in cfg.corpora if c not in held]
     n = sum(c for eid, corpus, _, c in rows if eid == cfg.embedder and corpus in cfg.corpora)
@@ -115,7 +120,7 @@ def _print_lexical_lane(rows: Sequence[tuple[str, str, str, int]]) -> list[str]:
         print(f"  problem: no fragments of {', '.join(empty)} for {cfg.embedder}")
     if not advice and not empty:
         print("  ok")
-    return empty
+    return empty, None
 
 
 def _print_sizing(conn: psycopg.Connection, *, external: bool, apply: bool) -> None:
