@@ -112,7 +112,7 @@ def test_ask_with_a_missing_config_is_one_line(
 
 
 def kill_the_model_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Point `chat_client` at a closed loopback port through the OpenRouter route (the OPENAI_*
+    """Point every role's chat client at a closed loopback port through the OpenRouter route (the OPENAI_*
     route would also switch the embedder to OpenAI: `embed.default_embedder`)."""
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-dead-0000")
     monkeypatch.setenv("OPENROUTER_BASE_URL", dead_url())

@@ -20,8 +20,8 @@ from citegate.pipeline import fallback as F
 from citegate.pipeline import turn as T
 
 EN = F.DISCLAIMERS["en"]
-OUTLINE = PipelineConfig(composer="outline")
-EMB = default_embedder()  # the claim check's scorer  # these tests follow the outline planner's branches
+OUTLINE = PipelineConfig(composer="outline")  # these tests follow the outline planner's branches
+EMB = default_embedder()  # the claim check's scorer
 
 
 def client_for(stub: Stub, tmp_path: Path) -> ChatClient:

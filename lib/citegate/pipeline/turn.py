@@ -15,8 +15,7 @@ ask` exits non-zero on it. Every entry point takes the question through `clean_q
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import psycopg
@@ -81,14 +80,6 @@ class Turn:
 def note_labels(notes: Sequence[Candidate]) -> dict[str, str]:
     """Note number (as the composer saw it) -> the address the server shows for it."""
     return {str(n): where(c) for n, c in enumerate(notes, 1)}
-
-
-@contextmanager
-def chat_client(model: str | None = None) -> Iterator[ChatClient]:
-    """One chat model: a remote one from the environment when keys are set
-    (`ChatClient.from_env`), else the bundled SmolLM2 on a local llama.cpp server (one thread)."""
-    with RoleClients(PipelineConfig(), model) as roles:
-        yield roles("fallback")
 
 
 def _usage_delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
@@ -283,7 +274,6 @@ __all__ = [
     "Grounded",
     "Turn",
     "answer_turn",
-    "chat_client",
     "checked",
     "grounded_answer",
     "note_labels",
