@@ -168,3 +168,25 @@ def promote_env(tmp_path: Path, demo_db: str, monkeypatch: pytest.MonkeyPatch) -
     (tmp_path / "guards.yaml").write_text(yaml.safe_dump(guards), encoding="utf-8")
     monkeypatch.setattr(promote_guards, "GUARDS", tmp_path / "guards.yaml")
     return prod
+
+
+def fingerprint(url: str) -> tuple[object, ...]:
+    """What a refused command must leave as it was: every fragment's corpus, key and hash, and
+    every corpus origin."""
+    with psycopg.connect(url) as c:
+        frags = c.execute(
+            "SELECT count(*), md5(coalesce(string_agg(corpus || frag_key || content_hash, ',' "
+            "ORDER BY corpus, frag_key), '')) FROM fragments"
+        ).fetchone()
+        origins = c.execute("SELECT corpus, origin FROM corpora ORDER BY 1").fetchall()
+    return (frags, tuple(origins))
+
+
+@pytest.fixture()
+def cli_db(fresh_db: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    """Commands against a fresh migrated database, generated state in a fresh var/."""
+    monkeypatch.setenv("DATABASE_URL", fresh_db)
+    monkeypatch.setenv("CITEGATE_VAR", str(tmp_path / "var"))
+    with db.connect(fresh_db):  # migrates
+        pass
+    return fresh_db

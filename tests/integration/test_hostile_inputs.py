@@ -7,36 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import psycopg
 import pytest
+from conftest import fingerprint
 
 from citegate.cli import main
 from citegate.core import paths
 
 pytestmark = pytest.mark.db
-
-
-def fingerprint(url: str) -> tuple[object, ...]:
-    """What a refused command must leave as it was: every fragment's key and hash, every
-    corpus origin."""
-    with psycopg.connect(url) as c:
-        frags = c.execute(
-            "SELECT count(*), md5(coalesce(string_agg(frag_key || content_hash, ',' "
-            "ORDER BY frag_key), '')) FROM fragments"
-        ).fetchone()
-        origins = c.execute("SELECT corpus, origin FROM corpora ORDER BY 1").fetchall()
-    return (frags, tuple(origins))
-
-
-@pytest.fixture()
-def cli_db(fresh_db: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
-    """Commands against a fresh migrated database, generated state in a fresh var/."""
-    monkeypatch.setenv("DATABASE_URL", fresh_db)
-    monkeypatch.setenv("CITEGATE_VAR", str(tmp_path / "var"))
-    with psycopg.connect(fresh_db):
-        pass
-    main(["doctor"])  # migrates
-    return fresh_db
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

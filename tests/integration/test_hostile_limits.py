@@ -10,6 +10,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from conftest import fingerprint
 
 from citegate.cli import main
 from citegate.core.config import PipelineConfig, resolve
@@ -29,27 +30,6 @@ from citegate.store.presence import fold_mismatch, ingest_hint, require_fragment
 pytestmark = pytest.mark.db
 
 SPEC_03 = "experiments/03_gate_roc.yaml"
-
-
-def fingerprint(url: str) -> tuple[object, ...]:
-    """Every fragment's key and hash and every corpus origin: what a refusal leaves as it was."""
-    with psycopg.connect(url) as c:
-        frags = c.execute(
-            "SELECT count(*), md5(coalesce(string_agg(corpus || frag_key || content_hash, ',' "
-            "ORDER BY corpus, frag_key), '')) FROM fragments"
-        ).fetchone()
-        origins = c.execute("SELECT corpus, origin FROM corpora ORDER BY 1").fetchall()
-    return (frags, tuple(origins))
-
-
-@pytest.fixture()
-def cli_db(fresh_db: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
-    """Commands against a fresh migrated database, generated state in a fresh var/."""
-    monkeypatch.setenv("DATABASE_URL", fresh_db)
-    monkeypatch.setenv("CITEGATE_VAR", str(tmp_path / "var"))
-    with db.connect(fresh_db):  # migrates
-        pass
-    return fresh_db
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -24,15 +24,6 @@ BOMB = (
 )
 
 
-@pytest.fixture()
-def cli_db(fresh_db: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
-    """Commands against a fresh migrated database, generated state in a fresh var/."""
-    monkeypatch.setenv("DATABASE_URL", fresh_db)
-    monkeypatch.setenv("CITEGATE_VAR", str(tmp_path / "var"))
-    main(["doctor"])  # migrates
-    return fresh_db
-
-
 def refused(argv: list[str], capsys: pytest.CaptureFixture[str], *needles: str) -> str:
     capsys.readouterr()
     code = main(argv)
