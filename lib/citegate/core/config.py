@@ -87,6 +87,8 @@ GATES = ("coverage", "two_scale", "learned")
 COMPOSERS = ("extractive", "generative", "outline")
 CLAIM_POLICIES = ("flag", "remove")
 SUPPORT_MODES = tuple(f"{r}-{u}" for r in ("qp", "qq", "pp") for u in ("note", "sentence"))
+# A boost note adds at most this to a rerank score (the LTR reranker's scores span about 0-1).
+MAX_MEMORY_BOOST = 1.0
 # When the second fanout round runs (`PipelineConfig.fanout`).
 FANOUTS = ("gate", "always")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -102,8 +104,8 @@ class PipelineConfig:
     # Dense lanes by exact scan (every row's cosine, ties by fragment id) instead of the HNSW
     # index. pgvector draws each HNSW element's level from PostgreSQL's per-process random
     # state, so two builds of the same rows are two different graphs and the approximate top-k
-    # differs at the margin (issue #20: notebook 02 moved by up to 4.2e-5 between fresh
-    # databases, 4.4e-4 with each training its own LTR model). Exact, the candidates depend on
+    # differs at the margin (notebook 02 moved by up to 4.2e-5 between fresh databases, 4.4e-4
+    # with each training its own LTR model). Exact, the candidates depend on
     # the rows alone; off: production's HNSW.
     exact_dense: bool = False
     # The lexical lane ranks only the rows its question's rarest terms match: terms in rising
@@ -117,7 +119,7 @@ class PipelineConfig:
     lexical_backend: str = "postgres"
     # The lexical lane also searches a question's Devanagari words as the gita corpus writes them
     # (its romanisation, with and without diacritics: `core.romanise`), Hindi function words
-    # dropped. Off: Devanagari is cut at every vowel sign and matches nothing (issue 23, Hindi).
+    # dropped. Off: Devanagari is cut at every vowel sign, so a Hindi question matches nothing.
     lexical_romanise: bool = False
     pre_floor: float = 0.18  # noise floor on cosine (lexical/address hits are forced past it)
     cap: int = 60  # keep the top N by cosine before rerank
@@ -194,6 +196,19 @@ class PipelineConfig:
     # inner keys LANGUAGE_THRESHOLD_KEYS; a missing one is the global value (`thresholds`).
     # Replay-only (not a COLLECTION_KEY), and not hashed (a dict): equal configs still hash equal.
     language_thresholds: dict[str, dict[str, float]] = field(default_factory=dict, hash=False)
+    # Curated memory (`pipeline.memory`; notes imported with `citegate memory import`). On, the
+    # notes of the searched corpora are searched as a lane of their own: a note's similarity to
+    # the question is its best cosine over its trigger phrases and body chunks. The pre-check (no
+    # LLM): when the best pinned note reaches memory_threshold, memory answers the question, so
+    # retrieval takes the lean policy (one round, lean_lane_k deep, lean_top_k notes) and that
+    # note leads the final notes, citable, with the verses it cites. A boost note at the threshold
+    # adds memory_boost to the rerank score of the fragments it cites (0: boost notes nudge
+    # nothing); a memory note at the threshold reaches the composer as framing, never as a note.
+    memory: bool = True
+    memory_threshold: float = 0.90
+    memory_boost: float = 0.0
+    lean_lane_k: int = 10
+    lean_top_k: int = 6
     # Database connections (threads) of the shared retrieval pass (`research.traces.traces_for`);
     # 0 = one per core. How fast traces are collected, never which: not a COLLECTION_KEY.
     workers: int = 0
@@ -219,6 +234,10 @@ class PipelineConfig:
             for k in _NN_KEYS
             if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 0)
         ]
+        if not 0.0 <= self.memory_boost <= MAX_MEMORY_BOOST:
+            out.append(
+                f"memory_boost must be in [0, {MAX_MEMORY_BOOST:g}], got {self.memory_boost}"
+            )
         if not 1 <= self.max_fanout_rounds <= 2:
             out.append(f"max_fanout_rounds must be 1 or 2, got {self.max_fanout_rounds}")
         if self.bail_out_score > self.sufficient_score:
@@ -349,10 +368,13 @@ _UNIT_KEYS = (
     "two_scale_fusion",
     "support_threshold",
     "composer_temperature",
+    "memory_threshold",
 )
 _POS_KEYS = (
     *("lane_k", "cap", "rerank_top_k", "rrf_k", "rrf_top_k", "rrf_context_chars"),
     "extract_sentences",
+    "lean_lane_k",
+    "lean_top_k",
 )
 _NN_KEYS = (
     "reserve_verses",

@@ -230,6 +230,7 @@ class GateKind(StrEnum):
     COVERAGE = "coverage"  # max cosine against the (per-language) coverage thresholds
     TWO_SCALE = "two_scale"  # the rrf_hybrid arm's reranker / fusion score
     LEARNED = "learned"  # a learned model over several signals (`models.gate_model`)
+    MEMORY = "memory"  # a pinned note of curated memory answers the question (`pipeline.memory`)
 
 
 @dataclass(frozen=True)
@@ -244,6 +245,62 @@ class GateReason:
     signal: float
     threshold: float
     language: str = ""
+
+
+# --------------------------------------------------------------------------- curated memory
+
+# The kind of the note a pinned note of curated memory becomes among the final notes: citable,
+# addressed "note:<key>", never a fragment of the corpus (its fragment id is negative).
+NOTE_KIND = "curated_note"
+
+
+class Policy(StrEnum):
+    """The retrieval effort the memory pre-check chose."""
+
+    LEAN = "lean"  # a pinned note answers: one round, a small slate
+    WIDE = "wide"  # the config's own rounds and slate
+
+
+class NoteRole(StrEnum):
+    """How a note of curated memory took part in a retrieval."""
+
+    CITED = "cited"  # a pinned note that answers: among the final notes, citable
+    BOOST = "boost"  # a boost note: the rerank scores of what it cites were raised
+    FRAMING = "framing"  # a memory note: background for the composer, never a note
+    BELOW = "below"  # under the threshold: it took no part
+
+
+@dataclass(frozen=True)
+class NoteUse:
+    """One note's part in a retrieval: its key and kind, its similarity to the question (best
+    cosine over its triggers and body chunks), which unit gave it ("trigger" | "body"), and its
+    role."""
+
+    key: str
+    kind: str
+    similarity: float
+    via: str
+    role: NoteRole
+
+
+@dataclass(frozen=True)
+class MemoryOutcome:
+    """What curated memory did for one retrieval: the policy the pre-check chose and why (the
+    best pinned note's similarity against `threshold`), every note at or above the threshold
+    with its role (best first), and the bodies of the memory notes handed to the composer as
+    framing."""
+
+    policy: Policy
+    reason: str
+    threshold: float
+    best_pinned: float
+    uses: tuple[NoteUse, ...] = ()
+    framing: tuple[str, ...] = ()
+    seconds: float = 0.0
+
+    def keys(self, role: NoteRole) -> tuple[str, ...]:
+        """The keys of the notes that took part in `role`."""
+        return tuple(u.key for u in self.uses if u.role == role)
 
 
 # --------------------------------------------------------------------------- retrieval
@@ -303,13 +360,14 @@ class RetrievalTrace:
 class RetrievalResult:
     """What the pipeline returns: the final notes, the gate decision, and the trace.
     `decided_by`: which gate made the decision and why (`retrieve` fills it; a bare `replay`
-    leaves it None)."""
+    leaves it None); `memory`: what curated memory did (`retrieve` with `memory` on)."""
 
     notes: tuple[Candidate, ...]
     decision: Decision
     rounds: tuple[RoundResult, ...]
     trace: RetrievalTrace
     decided_by: GateReason | None = None
+    memory: MemoryOutcome | None = None  # what curated memory did (None: memory off)
 
     @property
     def stage(self) -> dict[int, Stage]:
@@ -402,6 +460,7 @@ def split_outcome(text: str) -> tuple[str, str]:
 
 __all__ = [
     "FORCING_LANES",
+    "NOTE_KIND",
     "Branch",
     "CallStatus",
     "Candidate",
@@ -411,6 +470,10 @@ __all__ = [
     "GateKind",
     "GateReason",
     "GateVerdict",
+    "MemoryOutcome",
+    "NoteRole",
+    "NoteUse",
+    "Policy",
     "QueryPlan",
     "RetrievalResult",
     "RetrievalTrace",

@@ -174,6 +174,12 @@ def _check_fields(path: Path, n: int, rec: dict[str, Any], types: Mapping[str, t
             )
 
 
+def records(path: Path, types: Mapping[str, type]) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file, each checked to carry `types` (field -> JSON type);
+    every problem an `InputError` naming the file and the line."""
+    return _jsonl(path, types)
+
+
 def _jsonl(path: Path, types: Mapping[str, type]) -> list[dict[str, Any]]:
     """The records of a source file, each checked to carry `types` (what its reader uses)."""
     out = []

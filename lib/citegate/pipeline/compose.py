@@ -62,17 +62,29 @@ class Composed:
         return Status.parse(self.status)
 
 
+# How the composer is told of curated memory notes (framing only): they are never numbered,
+# so no marker can point at one.
+FRAMING_RULE = (
+    "Background for framing only: it is not a source. Never cite it and never state a fact "
+    "that only the background says."
+)
+
+
 def closed_book_messages(
-    question: str, notes: Sequence[str], lang: str, chars: int
+    question: str, notes: Sequence[str], lang: str, chars: int, framing: Sequence[str] = ()
 ) -> list[dict[str, str]]:
     """The closed-book composer's prompt: the rules (with the abstention sentence of the
-    question's language), the notes numbered from 1, then the question."""
+    question's language), the curated memory notes as unnumbered background when there are any
+    (`framing`), the notes numbered from 1, then the question."""
     abstain = ABSTENTION[supported(lang)]
     rules = "\n".join(
         f"{i}. {r.format(abstain=abstain)}" for i, r in enumerate(CLOSED_BOOK_RULES, 1)
     )
     system = f"You write the answer to a question from numbered notes. Rules:\n{rules}"
     user = f"Notes:\n{numbered(notes, chars)}\n\nQuestion: {question}"
+    if framing:
+        background = "\n".join(f"- {' '.join(t.split())[:chars]}" for t in framing)
+        user = f"{FRAMING_RULE}\n{background}\n\n{user}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -98,15 +110,18 @@ def compose_closed_book(
     temperature: float = 0.1,
     max_notes: int = 5,
     chars: int = 300,
+    framing: Sequence[str] = (),
 ) -> Composed:
-    """The generative composer: one cached call over the first `max_notes` notes. `offered`
-    maps each number shown to the note's FULL text (what the claim check compares with). A
-    failed call gives an empty answer and its `llm_error` status, never an exception."""
+    """The generative composer: one cached call over the first `max_notes` notes (and the
+    curated memory notes in `framing`, shown as unnumbered background). `offered` maps each
+    number shown to the note's FULL text (what the claim check compares with): framing is never
+    offered. A failed call gives an empty answer and its `llm_error` status, never an
+    exception."""
     shown = [t for t in notes[:max_notes] if t.strip()]
     offered = {str(i): t for i, t in enumerate(shown, 1)}
     if not shown:
         return Composed("", offered, CallStatus.NO_SOURCES.value)
-    messages = closed_book_messages(question, shown, lang, chars)
+    messages = closed_book_messages(question, shown, lang, chars, framing)
     try:
         call = client.chat(messages, temperature=temperature, max_tokens=options.max_tokens)
     except LLMError as exc:
@@ -152,6 +167,7 @@ __all__ = [
     "ABSTENTION",
     "CLOSED_BOOK_RULES",
     "COMPOSE_SYSTEM",
+    "FRAMING_RULE",
     "Composed",
     "abstention",
     "closed_book_messages",

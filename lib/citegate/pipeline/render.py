@@ -8,9 +8,10 @@ Plain functions of the result objects, no I/O: the CLI only chooses which one to
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from citegate.core.types import Stage
+from citegate.core.types import MemoryOutcome, Stage
 from citegate.pipeline.cut import verse_group
 from citegate.pipeline.retrieve import Candidate, RetrievalResult
 
@@ -38,6 +39,8 @@ def render_text(res: RetrievalResult, show_trace: bool = False) -> str:
             f"  round {r.round}: max={g.max_score:.3f} lectures={g.lectures} "
             f"sufficient={g.sufficient} good_enough={g.good_enough} bail_out={g.bail_out}"
         )
+    if res.memory is not None:
+        lines += memory_lines(res.memory)
     lines.append(f"{len(res.notes)} notes:")
     for i, c in enumerate(res.notes, 1):
         rr = "-" if c.rerank_score is None else f"{c.rerank_score:.3f}"
@@ -48,6 +51,16 @@ def render_text(res: RetrievalResult, show_trace: bool = False) -> str:
     if show_trace:
         lines.append(trace_table(res))
     return "\n".join(lines)
+
+
+def memory_lines(mem: MemoryOutcome) -> list[str]:
+    """What curated memory did: the policy and why, then each note that took part and how."""
+    lines = [f"memory: {mem.policy} policy ({mem.reason})"]
+    lines += [
+        f"  note {u.key} [{u.kind}] {u.role}: similarity {u.similarity:.3f} via {u.via}"
+        for u in mem.uses
+    ]
+    return lines
 
 
 def trace_table(res: RetrievalResult) -> str:
@@ -117,6 +130,7 @@ def result_dict(res: RetrievalResult, show_trace: bool = False) -> dict[str, obj
         "timings": res.trace.timings,
         "embedder": res.trace.embedder_id,
         "reranker": res.trace.reranker_id,
+        "memory": asdict(res.memory) if res.memory is not None else None,
     }
     if show_trace:
         data["trace"] = trace_rows(res)

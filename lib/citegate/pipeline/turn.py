@@ -150,16 +150,18 @@ def _compose(
     embedder: Embedder,
     roles: RoleClients,
     options: CallOptions,
+    framing: Sequence[str] = (),
 ) -> tuple[Composed, Outline | None]:
     """The composer's answer over the notes (numbers 1.. as shown to it), and the outline when
-    the outline planner wrote it."""
+    the outline planner wrote it. Curated memory notes (`framing`) reach the generative
+    composer as unnumbered background; the extractive and outline composers quote notes only."""
     if cfg.composer == "extractive":
         return extract(embedder, question, notes, sentences=cfg.extract_sentences), None
     if cfg.composer == "generative":
         texts = [c.text for c in notes]
         return compose_closed_book(
             roles("composer"), question, texts, lang, options,
-            temperature=cfg.composer_temperature, max_notes=MAX_NOTES,
+            temperature=cfg.composer_temperature, max_notes=MAX_NOTES, framing=framing,
         ), None  # fmt: skip
     plan = outline_call(roles("outline"), question, notes, options, max_notes=MAX_NOTES)
     offered = {str(n): c.text for n, c in enumerate(notes[:MAX_NOTES], 1)}
@@ -201,10 +203,13 @@ def grounded_answer(
     embedder: Embedder,
     roles: RoleClients,
     options: CallOptions = DEFAULT_OPTIONS,
+    framing: Sequence[str] = (),
 ) -> tuple[Grounded, Outline | None]:
     """Compose (`cfg.composer`) and check the answer to `question` over its final notes: what
-    a turn does once the gate lets it answer, and what notebook 06 measures per composer."""
-    composed, plan = _compose(question, lang, notes, cfg, embedder, roles, options)
+    a turn does once the gate lets it answer, and what notebook 06 measures per composer.
+    `framing`: the bodies of the curated memory notes that took part (background, never
+    offered to the claim check, so never citable)."""
+    composed, plan = _compose(question, lang, notes, cfg, embedder, roles, options, framing)
     if is_model_error(composed.status):
         stage = "outline planner" if cfg.composer == "outline" else "composer"
         return Grounded(composed, "", None, "", "", stage), plan
@@ -227,7 +232,11 @@ def _answer(
 ) -> str:
     """Fill the turn from `grounded_answer`; "" when the answer stands, else why the corpus is
     insufficient for it (the turn is marked failed instead on a model error)."""
-    g, plan = grounded_answer(turn.question, turn.lang, turn.notes, cfg, embedder, roles, options)
+    mem = turn.retrieval.memory if turn.retrieval is not None else None
+    framing = mem.framing if mem is not None else ()
+    g, plan = grounded_answer(
+        turn.question, turn.lang, turn.notes, cfg, embedder, roles, options, framing
+    )
     if plan is not None:
         turn.outline_status, turn.theses = plan.status, plan.theses
     turn.composed, turn.composed_status = g.composed.text, g.composed.status
