@@ -171,15 +171,20 @@ def promote_env(tmp_path: Path, demo_db: str, monkeypatch: pytest.MonkeyPatch) -
 
 
 def fingerprint(url: str) -> tuple[object, ...]:
-    """What a refused command must leave as it was: every fragment's corpus, key and hash, and
-    every corpus origin."""
+    """What a refused command must leave as it was: every fragment's corpus, key and hash,
+    every corpus origin, and every curated note (and how many units it has embedded)."""
     with psycopg.connect(url) as c:
         frags = c.execute(
             "SELECT count(*), md5(coalesce(string_agg(corpus || frag_key || content_hash, ',' "
             "ORDER BY corpus, frag_key), '')) FROM fragments"
         ).fetchone()
         origins = c.execute("SELECT corpus, origin FROM corpora ORDER BY 1").fetchall()
-    return (frags, tuple(origins))
+        notes = c.execute(
+            "SELECT count(*), md5(coalesce(string_agg(corpus || note_key || source || "
+            "content_hash, ',' ORDER BY corpus, note_key), '')), "
+            "(SELECT count(*) FROM attribution_units) FROM attributions"
+        ).fetchone()
+    return (frags, tuple(origins), notes)
 
 
 @pytest.fixture()

@@ -2,6 +2,7 @@
 adds its subcommands and `cmd_*` functions that call the domain modules' plain functions.
 
     corpus   ingest, doctor          data     data build|check|card|import-beir|split|...
+    memory   memory import|list|show|remove (curated notes)
     export   export-run (TREC files)
     ask      ask                     run      run (experiments)
     promote  promote                 ltr      ltr train
@@ -34,6 +35,7 @@ from citegate.cli import (
     data,
     export,
     ltr,
+    memory,
     promote,
     reports,
     run,
@@ -47,7 +49,7 @@ from citegate.core.redact import scrub
 Handler = Callable[[argparse.Namespace], int]
 
 # Command groups in the order `citegate --help` lists them.
-GROUPS = (corpus, ask, data, audit, run, export, promote, ltr, bench, scale, reports, tools)
+GROUPS = (corpus, ask, memory, data, audit, run, export, promote, ltr, bench, scale, reports, tools)
 MAX_SHOWN_INPUT = 200  # characters of the command line an error line repeats
 EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE: a shell's status for a program a closed pipe ended
 

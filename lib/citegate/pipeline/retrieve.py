@@ -24,7 +24,9 @@ from citegate.core.types import (
     FORCING_LANES,
     KIND_GROUPS,
     Candidate,
+    Decision,
     GateDecision,
+    Policy,
     RetrievalResult,
     RetrievalTrace,
     RoundResult,
@@ -33,7 +35,7 @@ from citegate.core.types import (
 from citegate.models.embed import Embedder
 from citegate.models.gate_model import LearnedGate
 from citegate.models.rerank import Reranker
-from citegate.pipeline import lane_batch, lanes
+from citegate.pipeline import lane_batch, lanes, memory
 from citegate.pipeline.arms import rrf_replay
 from citegate.pipeline.cut import (
     cap,
@@ -49,6 +51,7 @@ from citegate.pipeline.cut import (
 from citegate.pipeline.decide import decide
 from citegate.pipeline.gate import question_language, verdict
 from citegate.pipeline.plan import OfflinePlanner, Planner, clean_question, keywords
+from citegate.store.memory import NoteHit
 from citegate.store.presence import require_fragments
 
 # Bump when lanes or collection change what a trace holds: cached traces are keyed on it.
@@ -311,22 +314,76 @@ def retrieve(
     *,
     exact_check: bool = False,
     gate: LearnedGate | None = None,
+    policy: Policy | None = None,
 ) -> RetrievalResult:
     """The production entry point: the final notes, the gate decision (and which gate made it,
-    and why: `result.decided_by`) and the full trace. The coverage rounds decide the fanout;
-    with gate=learned the `LearnedGate` then decides (`gate`, else the model file the config
-    names, `store.production.load_gate`). `QuestionError` for a question with nothing to search
-    or too long to be one (`plan.clean_question`); `EmptyCorpus` for a corpus without fragments
+    and why: `result.decided_by`), what curated memory did (`result.memory`) and the full trace.
+
+    With `cfg.memory` on, the notes lane runs first and its pre-check picks the policy (`policy`
+    forces one: a study compares both on the same question): lean collects one shallow round,
+    wide the config's own. Boost notes raise the rerank scores of what they cite before the cut;
+    a pinned note that answers leads the final notes with the verses it cites, and the decision
+    is then the memory gate's. The coverage rounds decide the fanout; with gate=learned the
+    `LearnedGate` then decides (`gate`, else the model file the config names,
+    `store.production.load_gate`). `QuestionError` for a question with nothing to search or too
+    long to be one (`plan.clean_question`); `EmptyCorpus` for a corpus without fragments
     (`collect`)."""
     question = clean_question(question)
-    trace = collect(conn, question, cfg, embedder, reranker, planner, exact_check=exact_check)
+    hits: list[NoteHit] = []
+    seconds = 0.0
+    if cfg.memory:
+        qvec = embedder.embed_queries([question])[0]
+        hits, seconds = memory.timed_search(conn, qvec, cfg, embedder.id)
+    mem = memory.outcome(hits, cfg, seconds) if cfg.memory else None
+    chosen = policy or (mem.policy if mem is not None else Policy.WIDE)
+    run_cfg = memory.policy_config(cfg, chosen)
+    trace = collect(conn, question, run_cfg, embedder, reranker, planner, exact_check=exact_check)
+    if mem is not None:
+        trace.timings["memory"] = seconds
+    boosted = memory.boost(trace, memory.boosted_labels(hits, cfg), cfg.memory_boost)
     clock = time.perf_counter()
-    result = replay(trace, cfg)
+    result = replay(boosted, run_cfg)
     trace.timings["cut"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    result = decide(conn, result, cfg, gate)
+    result = decide(conn, result, run_cfg, gate)
     trace.timings["gate"] = time.perf_counter() - clock
-    return result
+    if mem is None:
+        return result
+    if chosen != mem.policy:
+        mem = replace(mem, policy=chosen, reason=f"{mem.reason} (policy {chosen} asked for)")
+    return with_memory(conn, replace(result, memory=mem), hits, cfg, embedder)
+
+
+def with_memory(
+    conn: psycopg.Connection,
+    result: RetrievalResult,
+    hits: Sequence[NoteHit],
+    cfg: PipelineConfig,
+    embedder: Embedder,
+) -> RetrievalResult:
+    """`result` led by the pinned note that answers (its similarity at or above the threshold)
+    and the verses it cites that the cut did not keep (each address's passage nearest the
+    question), decided by the memory gate; unchanged when no pinned note answers."""
+    best = memory.best_pinned(hits)
+    if best is None or best.similarity < cfg.memory_threshold:
+        return result
+    have = {c.addr_label for c in result.notes}
+    missing = [label for label in best.note.cites if label not in have]
+    ids = memory.cited_ids(conn, missing, embedder.id, cfg.corpora)
+    qvec = embedder.embed_queries([result.trace.question])[0]
+    rows = lanes.fetch(conn, qvec, [i for v in ids.values() for i in v])
+    nearest: dict[str, dict[str, Any]] = {}
+    for row in sorted(rows, key=lambda r: (-r["cosine"], r["id"])):
+        nearest.setdefault(row["addr_label"], row)
+    tag = [f"{memory.NOTE_LANE}@r1"]
+    cited = [_candidate(nearest[a], tag, 1, False, None) for a in missing if a in nearest]
+    notes = (memory.note_candidate(best), *cited, *result.notes)
+    return replace(
+        result,
+        notes=notes,
+        decision=Decision.ANSWER,
+        decided_by=memory.answered_by(hits, cfg),
+    )
 
 
 __all__ = [
@@ -348,4 +405,5 @@ __all__ = [
     "retrieve",
     "text_signature",
     "top_k",
+    "with_memory",
 ]

@@ -1,0 +1,99 @@
+"""`citegate memory`: curated notes an editor keeps beside the corpus (`corpus.notes`,
+`store.memory`): import a notes file, list, show and remove notes.
+
+An import is all or nothing and refuses to overwrite a note of another source, or a source
+imported with other content, without `--replace`; `remove` names what it removes, and refuses
+an unknown key without removing anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from citegate.core.config import production
+from citegate.core.errors import ConfigError
+from citegate.corpus.notes import NoteKind, read_notes
+from citegate.models.embed import default_embedder
+from citegate.store.db import connect
+from citegate.store.memory import get_note, import_notes, list_notes, remove_notes
+
+
+def _default_corpus(args: argparse.Namespace) -> str:
+    """`--corpus`, else production's first corpus."""
+    return args.corpus or production().corpora[0]
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Read, check, embed and store a notes file."""
+    notes = read_notes(args.file)
+    with connect() as conn:
+        report = import_notes(conn, notes, default_embedder(), replace=args.replace)
+    print(report)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """One line per stored note."""
+    with connect() as conn:
+        notes = list_notes(conn, args.corpus, args.kind)
+    for n in notes:
+        cites = ", ".join(n.cites) or "-"
+        print(f"{n.corpus}\t{n.key}\t{n.kind}\t{n.lang}\t{cites}\t{n.source}")
+    if not notes:
+        print("no curated notes" + (f" in {args.corpus}" if args.corpus else ""))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """One note, whole."""
+    corpus = _default_corpus(args)
+    with connect() as conn:
+        n = get_note(conn, corpus, args.key)
+    print(f"{n.address} ({n.kind}, {n.lang}) in {n.corpus}, from {n.source}")
+    print(f"author: {n.author}; date: {n.written}")
+    print("triggers:\n" + "\n".join(f"  - {t}" for t in n.triggers))
+    print(f"cites: {', '.join(n.cites) or '-'}")
+    print(f"body:\n  {n.body}")
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    """Remove notes by key or by source."""
+    if not args.keys and args.source is None:
+        raise ConfigError("memory remove: name the notes (KEY ...) or --source NAME")
+    corpus = _default_corpus(args)
+    with connect() as conn:
+        n = remove_notes(conn, corpus, args.keys, args.source)
+    print(f"removed {n} note{'s' if n != 1 else ''} from {corpus}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add `citegate memory import|list|show|remove` to the CLI."""
+    p = sub.add_parser(
+        "memory",
+        help="curated notes (pinned, boost, memory) kept beside the corpus",
+        description="Import, list, show and remove curated notes (data/memory/CARD.md).",
+    )
+    msub = p.add_subparsers(dest="memory_command", required=True)
+    imp = msub.add_parser("import", help="check, embed and store a notes file (all or nothing)")
+    imp.add_argument("file", help="a notes YAML file (format citegate-notes/1)")
+    imp.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace this file's notes stored before and take over keys stored from another file",
+    )
+    imp.set_defaults(func=cmd_import)
+    ls = msub.add_parser("list", help="one line per stored note")
+    ls.add_argument("--corpus", help="only this corpus's notes")
+    ls.add_argument("--kind", choices=[str(k) for k in NoteKind], help="only notes of this kind")
+    ls.set_defaults(func=cmd_list)
+    show = msub.add_parser("show", help="one note, whole")
+    show.add_argument("key")
+    show.add_argument("--corpus", help="the note's corpus (default: production's first)")
+    show.set_defaults(func=cmd_show)
+    rm = msub.add_parser("remove", help="remove notes by key, or every note of a source file")
+    rm.add_argument("keys", nargs="*", metavar="KEY")
+    rm.add_argument("--source", help="remove every note imported from this file name")
+    rm.add_argument("--corpus", help="the notes' corpus (default: production's first)")
+    rm.set_defaults(func=cmd_remove)

@@ -1,0 +1,226 @@
+"""Curated notes in PostgreSQL (`store.memory`) and `citegate memory`: import all or nothing,
+refusals that leave the database as it was, --replace, list/show/remove, and the notes lane."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import psycopg
+import pytest
+from conftest import fingerprint
+
+from citegate.cli import main
+from citegate.core.errors import EmptyCorpus, InputError
+from citegate.corpus.notes import read_notes
+from citegate.models.embed import default_embedder
+from citegate.store import db
+from citegate.store.ingest import ingest_corpus
+from citegate.store.memory import (
+    get_note,
+    import_notes,
+    list_notes,
+    note_hits,
+    notes_digest,
+    remove_notes,
+)
+
+pytestmark = pytest.mark.db
+
+TEXT = (
+    "Arjuna sees his teachers and kinsmen in the opposing army and lays down his bow.\n\n"
+    "Krishna teaches that the self is eternal: it is not born and it does not die.\n"
+)
+
+
+def notes_yaml(body: str = "The self is never born and never dies.", cite: str = "") -> str:
+    return textwrap.dedent(
+        f"""\
+        format: citegate-notes/1
+        corpus: tiny
+        notes:
+          - key: eternal-self
+            kind: pinned
+            lang: en
+            triggers: [is the self eternal, does the soul die]
+            body: {body}
+            cites: [{cite}]
+            author: editors
+            date: "2026-01-01"
+          - key: setting
+            kind: memory
+            lang: en
+            triggers: [where is the dialogue]
+            body: A dialogue on a battlefield.
+            cites: []
+            author: editors
+            date: "2026-01-01"
+        """
+    )
+
+
+@pytest.fixture()
+def tiny(cli_db: str, tmp_path: Path) -> tuple[str, str]:
+    """The fresh database with a two-paragraph corpus `tiny`; (url, an address it holds)."""
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    (folder / "text.txt").write_text(TEXT, encoding="utf-8")
+    with db.connect(cli_db) as conn:
+        ingest_corpus(conn, str(folder), default_embedder(), corpus="tiny", progress=False)
+        label = conn.execute("SELECT min(addr_label) FROM fragments").fetchone()[0]
+    return cli_db, label
+
+
+def write(tmp_path: Path, text: str, name: str = "notes.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_import_writes_notes_and_their_units_and_an_identical_reimport_writes_nothing(
+    tiny: tuple[str, str], tmp_path: Path
+) -> None:
+    url, label = tiny
+    nf = read_notes(write(tmp_path, notes_yaml(cite=label)))
+    emb = default_embedder()
+    with db.connect(url) as conn:
+        rep = import_notes(conn, nf, emb)
+        assert (rep.written, rep.unchanged, rep.units) == (2, False, 5)  # 3 triggers + 2 bodies
+        dims = conn.execute("SELECT DISTINCT vector_dims(embedding) FROM attribution_units")
+        assert [r[0] for r in dims] == [384]
+        digest = notes_digest(conn, ["tiny"], emb.id)
+        again = import_notes(conn, nf, emb)
+        assert again.unchanged and notes_digest(conn, ["tiny"], emb.id) == digest
+        assert [n.key for n in list_notes(conn, "tiny")] == ["eternal-self", "setting"]
+        assert get_note(conn, "tiny", "setting").kind == "memory"
+
+
+def test_the_notes_lane_ranks_by_best_unit_and_says_which_unit(
+    tiny: tuple[str, str], tmp_path: Path
+) -> None:
+    url, label = tiny
+    emb = default_embedder()
+    with db.connect(url) as conn:
+        import_notes(conn, read_notes(write(tmp_path, notes_yaml(cite=label))), emb)
+        hits = note_hits(conn, emb.embed_queries(["does the soul die"])[0], emb.id, ["tiny"])
+        assert hits[0].note.key == "eternal-self" and hits[0].via == "trigger"
+        assert hits[0].similarity == pytest.approx(1.0, abs=1e-4)
+        assert hits[0].similarity >= hits[1].similarity
+        assert hits[0].body_similarity < hits[0].trigger_similarity
+        assert note_hits(conn, emb.embed_queries(["x"])[0], emb.id, ["other"]) == []
+
+
+def test_a_cite_the_corpus_lacks_is_refused_naming_file_and_record_and_nothing_changes(
+    tiny: tuple[str, str], tmp_path: Path
+) -> None:
+    url, _ = tiny
+    before = fingerprint(url)
+    nf = read_notes(write(tmp_path, notes_yaml(cite="BG 9.99")))
+    with db.connect(url) as conn, pytest.raises(InputError) as err:
+        import_notes(conn, nf, default_embedder())
+    assert "notes.yaml: record 1 (eternal-self): cites 'BG 9.99'" in str(err.value)
+    assert fingerprint(url) == before
+
+
+def test_an_empty_corpus_is_refused(cli_db: str, tmp_path: Path) -> None:
+    nf = read_notes(write(tmp_path, notes_yaml(cite="A")))
+    with db.connect(cli_db) as conn, pytest.raises(EmptyCorpus):
+        import_notes(conn, nf, default_embedder())
+
+
+def test_changed_content_or_another_source_needs_replace(
+    tiny: tuple[str, str], tmp_path: Path
+) -> None:
+    url, label = tiny
+    emb = default_embedder()
+    with db.connect(url) as conn:
+        import_notes(conn, read_notes(write(tmp_path, notes_yaml(cite=label))), emb)
+    before = fingerprint(url)
+    changed = read_notes(write(tmp_path, notes_yaml("The self is eternal.", label)))
+    other = read_notes(write(tmp_path, notes_yaml(cite=label), "other.yaml"))
+    with db.connect(url) as conn:
+        with pytest.raises(InputError, match="1 notes changed, 0 gone.*--replace"):
+            import_notes(conn, changed, emb)
+        with pytest.raises(InputError, match="record 1 .eternal-self.: the key is stored from"):
+            import_notes(conn, other, emb)
+    assert fingerprint(url) == before
+    with db.connect(url) as conn:
+        rep = import_notes(conn, other, emb, replace=True)
+        assert (rep.written, rep.replaced, rep.removed) == (2, 2, 0)
+        assert {n.source for n in list_notes(conn, "tiny")} == {"other.yaml"}
+
+
+def test_replace_removes_notes_gone_from_the_file(tiny: tuple[str, str], tmp_path: Path) -> None:
+    url, label = tiny
+    emb = default_embedder()
+    one = notes_yaml(cite=label).split("  - key: setting")[0]
+    with db.connect(url) as conn:
+        import_notes(conn, read_notes(write(tmp_path, notes_yaml(cite=label))), emb)
+        rep = import_notes(conn, read_notes(write(tmp_path, one)), emb, replace=True)
+        assert (rep.written, rep.replaced, rep.removed) == (1, 1, 1)
+        assert [n.key for n in list_notes(conn)] == ["eternal-self"]
+        units = conn.execute("SELECT count(*) FROM attribution_units").fetchone()[0]
+        assert units == 3  # the removed note's units went with it
+
+
+def test_remove_by_key_or_source_and_an_unknown_key_removes_nothing(
+    tiny: tuple[str, str], tmp_path: Path
+) -> None:
+    url, label = tiny
+    with db.connect(url) as conn:
+        import_notes(conn, read_notes(write(tmp_path, notes_yaml(cite=label))), default_embedder())
+        with pytest.raises(InputError, match="no note of that key"):
+            remove_notes(conn, "tiny", ["setting", "nope"])
+        assert len(list_notes(conn)) == 2
+        assert remove_notes(conn, "tiny", ["setting"]) == 1
+        assert remove_notes(conn, "tiny", source="notes.yaml") == 1
+        assert list_notes(conn) == []
+
+
+def test_the_memory_commands(
+    tiny: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, label = tiny
+    path = write(tmp_path, notes_yaml(cite=label))
+    assert main(["memory", "import", str(path)]) == 0
+    assert "2 notes written into tiny" in capsys.readouterr().out
+    assert main(["memory", "import", str(path)]) == 0
+    assert "unchanged" in capsys.readouterr().out
+    assert main(["memory", "list", "--corpus", "tiny", "--kind", "pinned"]) == 0
+    out = capsys.readouterr().out
+    assert "eternal-self\tpinned" in out and "setting" not in out
+    assert main(["memory", "show", "setting", "--corpus", "tiny"]) == 0
+    assert "A dialogue on a battlefield." in capsys.readouterr().out
+    before = fingerprint(url)
+    bad = write(tmp_path, notes_yaml(cite="nowhere " * 30), "bad.yaml")
+    assert main(["memory", "import", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad.yaml: record 1 (eternal-self)" in err
+    assert "nowhere nowhere nowhere nowhere nowhere nowhere" not in err  # not echoed whole
+    assert fingerprint(url) == before
+    assert main(["memory", "remove", "--corpus", "tiny"]) == 2
+    assert main(["memory", "remove", "setting", "--corpus", "tiny"]) == 0
+    assert "removed 1 note from tiny" in capsys.readouterr().out
+
+
+def test_migration_refuses_an_old_attributions_table_that_holds_rows(fresh_db: str) -> None:
+    """A database migrated to 007 whose old `attributions` table someone wrote is refused at
+    008, and the row is still there."""
+    from citegate.core import paths
+
+    with psycopg.connect(fresh_db, autocommit=True) as c:
+        c.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+        c.execute("CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at "
+                  "timestamptz NOT NULL DEFAULT now())")  # fmt: skip
+        for f in sorted(paths.MIGRATIONS.glob("00[1-7]_*.sql")):
+            c.execute(f.read_text(encoding="utf-8"))
+            c.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (f.stem,))
+        c.execute("INSERT INTO attributions (mode, topic, corpus, addr_label, created_by) "
+                  "VALUES ('pinned', 't', 'gita', 'BG 2.13', 'someone')")  # fmt: skip
+    with (
+        pytest.raises(psycopg.errors.RaiseException, match="attributions holds rows"),
+        db.connect(fresh_db),
+    ):
+        pass
+    with psycopg.connect(fresh_db) as c:
+        assert c.execute("SELECT count(*) FROM attributions").fetchone()[0] == 1
