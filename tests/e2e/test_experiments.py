@@ -15,6 +15,8 @@ import yaml
 from citegate.core import paths
 from citegate.core.config import DESIGN, production
 from citegate.core.errors import ConfigError
+from citegate.corpus.memory_questions import DEMO_NOTES
+from citegate.store import db
 from citegate.tracking.reports import browser_check, chromium
 from citegate.tracking.runner import run_experiment
 from citegate.tracking.spec import load_spec
@@ -152,7 +154,10 @@ def test_each_notebook_runs_with_tiny_parameters(
 ) -> None:
     monkeypatch.setenv("DATABASE_URL", demo_db)
     spec = load_spec(path)
-    out = run_experiment(spec, profile="tiny")
+    try:
+        out = run_experiment(spec, profile="tiny")
+    finally:
+        forget_demo_notes(demo_db)
     assert out.status == "FINISHED", out.error
     assert out.metrics and all(math.isfinite(v) for v in out.metrics.values())
     assert list((out.run_dir / "figures").glob("*.png"))
@@ -161,6 +166,14 @@ def test_each_notebook_runs_with_tiny_parameters(
     if chromium():
         seen = browser_check(out.run_dir / "report.html", out.run_dir / "screenshot.png")
         assert seen["images"] >= 1 and seen["broken"] == 0 and not seen["overflow"], seen
+
+
+def forget_demo_notes(url: str) -> None:
+    """Notebook 07 imports the demo notes into the shared demo database: remove them, so no
+    other test retrieving from it meets a curated note."""
+    with db.connect(url) as conn:
+        conn.execute("DELETE FROM attributions WHERE source = %s", (DEMO_NOTES.name,))
+        conn.commit()
 
 
 def test_every_shipped_experiment_loads_and_arms_select_their_pipeline() -> None:
@@ -173,9 +186,10 @@ def test_every_shipped_experiment_loads_and_arms_select_their_pipeline() -> None
 
 # Specs measured on production's pipeline (05: the gate it recommends must be fit on the notes
 # production hands it, or its promotion would revert the retrieval; 06: its composers answer over
-# production's notes and its recommendation changes production's answer stage alone);
+# production's notes and its recommendation changes production's answer stage alone; 07: its
+# recommendation turns curated memory on over production's retrieval);
 # re-measured at a promotion.
-ON_PRODUCTION = {"05_gate_signals", "06_answer_faithfulness"}
+ON_PRODUCTION = {"05_gate_signals", "06_answer_faithfulness", "07_curated_memory"}
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)

@@ -201,11 +201,14 @@ class PipelineConfig:
     # the question is its best cosine over its trigger phrases and body chunks. The pre-check (no
     # LLM): when the best pinned note reaches memory_threshold, memory answers the question, so
     # retrieval takes the lean policy (one round, lean_lane_k deep, lean_top_k notes) and that
-    # note leads the final notes, citable, with the verses it cites. A boost note at the threshold
-    # adds memory_boost to the rerank score of the fragments it cites (0: boost notes nudge
-    # nothing); a memory note at the threshold reaches the composer as framing, never as a note.
-    memory: bool = True
+    # note leads the final notes, citable, with the verses it cites. A boost note whose
+    # similarity reaches boost_threshold adds memory_boost to the rerank score of the fragments
+    # it cites (0: boost notes nudge nothing); a memory note at memory_threshold reaches the
+    # composer as framing, never as a note. Off in the design numbers; the thresholds come
+    # from notebook 07 (`citegate run experiments/07_curated_memory.yaml`), like the gate's.
+    memory: bool = False
     memory_threshold: float = 0.90
+    boost_threshold: float = 0.90
     memory_boost: float = 0.0
     lean_lane_k: int = 10
     lean_top_k: int = 6
@@ -369,6 +372,7 @@ _UNIT_KEYS = (
     "support_threshold",
     "composer_temperature",
     "memory_threshold",
+    "boost_threshold",
 )
 _POS_KEYS = (
     *("lane_k", "cap", "rerank_top_k", "rrf_k", "rrf_top_k", "rrf_context_chars"),

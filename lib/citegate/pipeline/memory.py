@@ -67,15 +67,22 @@ def precheck(hits: Sequence[NoteHit], threshold: float) -> tuple[Policy, str]:
     return (Policy.LEAN if best.similarity >= threshold else Policy.WIDE), why
 
 
+def threshold_for(kind: NoteKind, cfg: PipelineConfig) -> float:
+    """The similarity from which a note of `kind` takes part: `boost_threshold` for a boost
+    note (a topic, not an answer: its own threshold, measured on its own questions),
+    `memory_threshold` for pinned and memory notes."""
+    return cfg.boost_threshold if kind == NoteKind.BOOST else cfg.memory_threshold
+
+
 def outcome(hits: Sequence[NoteHit], cfg: PipelineConfig, seconds: float = 0.0) -> MemoryOutcome:
-    """What memory does for a question under `cfg`: the policy, and each note at or above the
-    threshold in its role (only the best pinned note is cited; memory notes frame, at most
+    """What memory does for a question under `cfg`: the policy, and each note at or above its
+    threshold (`threshold_for`) in its role (only the best pinned note is cited; memory notes frame, at most
     `MAX_FRAMING` of them)."""
     policy, why = precheck(hits, cfg.memory_threshold)
     best = best_pinned(hits)
     uses, framing = [], []
     for h in hits:
-        if h.similarity < cfg.memory_threshold:
+        if h.similarity < threshold_for(h.note.kind, cfg):
             continue
         if h.note.kind == NoteKind.MEMORY:
             if len(framing) >= MAX_FRAMING:
@@ -108,11 +115,11 @@ def policy_config(cfg: PipelineConfig, policy: Policy) -> PipelineConfig:
 
 
 def boosted_labels(hits: Sequence[NoteHit], cfg: PipelineConfig) -> set[str]:
-    """The addresses cited by the boost notes at or above the threshold."""
+    """The addresses cited by the boost notes at or above `boost_threshold`."""
     return {
         label
         for h in hits
-        if h.note.kind == NoteKind.BOOST and h.similarity >= cfg.memory_threshold
+        if h.note.kind == NoteKind.BOOST and h.similarity >= cfg.boost_threshold
         for label in h.note.cites
     }
 
@@ -204,6 +211,7 @@ __all__ = [
     "best_pinned",
     "boost",
     "boosted_labels",
+    "threshold_for",
     "cited_ids",
     "lean_config",
     "note_candidate",

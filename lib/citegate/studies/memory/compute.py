@@ -25,12 +25,14 @@ PRECISION_TARGET = 0.95
 
 @dataclass(frozen=True)
 class PrecheckRow:
-    """One question's pre-check signal: the best pinned note's similarity and key, which unit
-    gave it, and the question's labels."""
+    """One question's signal for one kind of note: the best note's similarity and key, which
+    unit gave it, and the question's labels. For the pre-check the note is the best pinned one
+    and `memory_answers` says a pinned note answers the question; for boost, the best boost
+    note, and `memory_answers` says the question is on a boost note's topic."""
 
     qid: str
     language: str
-    kind: str  # answered_by_memory | in_corpus | out_of_scope
+    kind: str  # answered_by_memory (on_boost_topic) | in_corpus | out_of_scope
     echo: str
     note: str
     note_kind: str
@@ -164,23 +166,24 @@ def precheck_metrics(rows: Sequence[PrecheckRow], t: float, n_boot: int) -> dict
     return out
 
 
-def precheck_table(rows: Sequence[PrecheckRow], t: float) -> pd.DataFrame:
-    """Per slice (split × kind × language): questions, taken lean, right, rates with Wilson
-    intervals (recall for the answered-by-memory slice, false-lean rate for negatives)."""
+def precheck_table(rows: Sequence[PrecheckRow], t: float, taken: str = "lean") -> pd.DataFrame:
+    """Per slice (split × kind × language): questions, how many reach `t` (`taken`: what
+    reaching it does, "lean" or "boosted"), rates with Wilson intervals (recall for a positive
+    slice, the false rate for negatives)."""
     out = []
     keys = sorted({(r.split, r.kind, r.language) for r in rows})
     for split, kind, lang in keys:
         part = [r for r in rows if (r.split, r.kind, r.language) == (split, kind, lang)]
         lean = _lean(part, t)
-        if kind == "answered_by_memory":
+        if part[0].memory_answers:
             hits = [go and r.right_note for r, go in zip(part, lean, strict=True)]
             rate, lo, hi = rate_ci_or_nan(hits)
             what = "recall"
         else:
             rate, lo, hi = rate_ci_or_nan(lean)
-            what = "false lean rate"
+            what = f"false {taken} rate"
         out.append({"split": split, "kind": kind, "language": lang, "n": len(part),
-                    "taken lean": int(lean.sum()), "measure": what, "rate": rate,
+                    f"taken {taken}": int(lean.sum()), "measure": what, "rate": rate,
                     "ci95 lo": lo, "ci95 hi": hi})  # fmt: skip
     return pd.DataFrame(out)
 
@@ -283,11 +286,22 @@ def recommend_boost(table: pd.DataFrame, tolerance: float = 0.01) -> float:
     return float(ok.loc[ok["boost topic recall"] >= best, "strength"].min())
 
 
+def boost_metrics(threshold: float, test: dict[str, float]) -> dict[str, float]:
+    """The boost topic check's metrics on the test part (NaN left out)."""
+    out = {
+        "boost_threshold": threshold,
+        "boost_topic_precision.test": test["precision"],
+        "boost_topic_recall.test": test["recall"],
+    }
+    return {k: float(v) for k, v in out.items() if math.isfinite(float(v))}
+
+
 __all__ = [
     "PRECISION_TARGET",
     "BoostRow",
     "PathRow",
     "PrecheckRow",
+    "boost_metrics",
     "boost_table",
     "counts_at",
     "headline",

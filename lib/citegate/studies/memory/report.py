@@ -81,12 +81,24 @@ def precheck_line(m: dict[str, float], threshold: float, split: str) -> str:
     )
 
 
+def boost_line(m: dict[str, float], threshold: float) -> str:
+    """The boost topic check at its threshold on the test part, in words."""
+    if not m["taken"]:
+        return f"On the test part no question reaches the boost threshold {threshold:.4f}."
+    return (
+        f"A boost note takes part from similarity {threshold:.4f}: on the test part it does so "
+        f"for {m['taken']:.0f} questions, precision {m['precision']:.3f} (Wilson 95% "
+        f"{m['precision.lo']:.3f}–{m['precision.hi']:.3f}), recall {m['recall']:.3f} of "
+        f"{m['positives']:.0f} questions on a boost note's topic."
+    )
+
+
 def conclusion(
     pre_test: dict[str, float], threshold: float, paths: dict[str, float], cited: int,
     boost: float, boost_gain: float,
 ) -> str:  # fmt: skip
     """The conclusion, each fact computed from the values passed."""
-    lines = [precheck_line(pre_test, threshold, "test")]
+    lines = ["**Conclusion.** " + precheck_line(pre_test, threshold, "test")]
     if paths["questions"]:
         faster = "meets" if paths["p50_ratio"] <= 0.6 else "misses"
         lower = paths["recall_diff.hi"] < 0
@@ -109,4 +121,4 @@ def conclusion(
     return "\n\n".join(lines)
 
 
-__all__ = ["conclusion", "plot_boost", "plot_paths", "plot_sweep", "precheck_line"]
+__all__ = ["boost_line", "conclusion", "plot_boost", "plot_paths", "plot_sweep", "precheck_line"]
