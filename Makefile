@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 export PYTHONHASHSEED := 0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run run-full test lint format bench bench-scale lab doctor screenshot models clean
+.PHONY: help venv run run-full test lint format docs bench bench-scale lab doctor screenshot models clean
 
 help: ## List the targets with what they do
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -18,7 +18,7 @@ help: ## List the targets with what they do
 # Both reach the build: scikit-build-core reads CMAKE_ARGS, CMake reads CMAKE_BUILD_PARALLEL_LEVEL.
 # Never AMX: on a VM whose CPU advertises AMX (amx_tile/amx_int8 in /proc/cpuinfo) the native
 # build's ggml_backend_amx_mul_mat dies with a general protection fault on `ldtilecfg` at the
-# first completion (seen 2026-12-03, llama-cpp-python 0.3.36; llama.cpp PR 26954), so every call
+# first completion (llama-cpp-python 0.3.36; llama.cpp PR 26954), so every call
 # of notebooks 01 and 04 failed. -mno-amx-* outranks -march=native whatever their order (GCC and
 # Clang), so the build is native but for AMX, the same code path on every x86 machine. It is
 # compiled with --no-cache-dir: a wheel cached from a build without these flags is never reused.
@@ -33,14 +33,24 @@ LLAMA_BUILD = CMAKE_BUILD_PARALLEL_LEVEL=$${CMAKE_BUILD_PARALLEL_LEVEL:-$(JOBS)}
 	CFLAGS="$(LLAMA_CFLAGS) $${CFLAGS:-}" CXXFLAGS="$(LLAMA_CFLAGS) $${CXXFLAGS:-}" \
 	$(BIN)/pip install -q --no-cache-dir --no-deps --force-reinstall "llama-cpp-python==$(LLAMA_VERSION)"
 
+# The whole environment (core, research, llm and dev extras): what `make run` and `make test` use.
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	@# compiled once per pinned version: another edit of pyproject.toml does not recompile it
 	[ -f $(LLAMA_STAMP) ] && [ "$$($(BIN)/python -c "$(LLAMA_INSTALLED)" 2>/dev/null)" = "$(LLAMA_VERSION)" ] \
 	  || $(LLAMA_BUILD)
+	$(BIN)/pip install -q -e '.[research,llm,dev]'
+	touch $(LLAMA_STAMP) $(STAMP) $(DEV_STAMP)
+
+# Core and dev extras only: lint and the docs need no compiled llama.cpp (a venv that already
+# holds everything satisfies it as is).
+DEV_STAMP := $(VENV)/.dev-stamp
+$(DEV_STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
-	touch $(LLAMA_STAMP) $(STAMP)
+	touch $@
 
 # A virtualenv made before llama-cpp-python was built this way: rebuild that package alone.
 $(LLAMA_STAMP): | $(STAMP)
@@ -77,12 +87,15 @@ run-full: $(LLAMA_STAMP) ## Like `run`, on the full question sets (slow: every q
 test: $(LLAMA_STAMP) lint ## Lint, then every test (unit, real PostgreSQL, notebooks, local LLM)
 	$(BIN)/pytest -q
 
-lint: $(LLAMA_STAMP) ## ruff check + format check, then lint-imports: the layer contracts in pyproject.toml
+lint: $(DEV_STAMP) ## ruff check + format check, then lint-imports: the layer contracts in pyproject.toml (no llama.cpp compile)
 	$(BIN)/ruff check lib tests
 	$(BIN)/ruff format --check lib tests
 	$(BIN)/lint-imports --no-cache --no-logo
 
-format: $(LLAMA_STAMP) ## Apply ruff's fixes and formatting
+format: $(DEV_STAMP) ## Apply ruff's fixes and formatting
+
+docs: $(DEV_STAMP) ## Build the documentation site offline into var/site (strict: a broken link or a page missing from the navigation fails)
+	$(BIN)/mkdocs build --strict -f docs/mkdocs.yml -d $(CURDIR)/var/site
 	$(BIN)/ruff check --fix lib tests
 	$(BIN)/ruff format lib tests
 

@@ -1,4 +1,4 @@
-"""The fault cases of issue 12 end to end: real experiments on their tiny profiles, real papermill,
+"""The ways a run can go wrong, end to end: real experiments on their tiny profiles, real papermill,
 real PostgreSQL, a throwaway MLflow store.
 
 - a chat server that dies mid-run → notebook 04 is FAILED with the model error as its cause;

@@ -1,4 +1,4 @@
-"""Issue #20, fresh-database drift: with `exact_dense` the dense lanes, and so the traces, depend
+"""Fresh-database drift: with `exact_dense` the dense lanes, and so the traces, depend
 on the stored rows alone, not on the HNSW graph pgvector drew for this build (it draws each
 element's level from PostgreSQL's per-process random state) nor on the physical row order; equal
 cosines (duplicate texts have identical embeddings) are ranked by fragment id."""

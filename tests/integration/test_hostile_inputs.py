@@ -1,4 +1,4 @@
-"""Issue 21: the inputs a hostile but realistic user tried. Each is refused in one line with exit
+"""The inputs a hostile but realistic user tried. Each is refused in one line with exit
 2 naming the input and the rule, changing nothing (or gives the right result); no traceback and
 no password reaches the terminal."""
 

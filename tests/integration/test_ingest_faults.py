@@ -1,6 +1,6 @@
 """Ingest faults against a real PostgreSQL: nothing is lost silently, nothing half-written stays.
 
-Covers issue 12 items 8-10: replacing a corpus from another source needs --replace, a source is
+Covers: replacing a corpus from another source needs --replace, a source is
 all-or-nothing and the error says how to resume, size cap, hidden files, same names in subfolders,
 links out of the folder, --name with a built-in. CLI cases go through `citegate.cli.main`.
 """
@@ -362,7 +362,7 @@ def test_bad_ingest_arguments_are_one_line_errors(
     assert conn.execute("SELECT count(*) FROM fragments").fetchone()[0] == 0
 
 
-# ------------------------------------------------------------ issue 21: concurrent ingests
+# ------------------------------------------------------------ concurrent ingests
 
 
 @dataclass

@@ -465,7 +465,7 @@ def test_two_fresh_databases_give_a_byte_identical_model(
 def test_a_model_trained_on_hnsw_pools_is_retrained_by_if_stale(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Issue #20: the training pools are collected with exact dense lanes (so the model file is
+    """The training pools are collected with exact dense lanes (so the model file is
     the same on every fresh build of the data); a model whose meta lacks `dense: exact` (trained
     on HNSW pools, before) is not current, so `ltr train --if-stale` retrains it."""
     import sklearn

@@ -96,7 +96,7 @@ def test_the_score_that_loses_less_is_named() -> None:
 
 
 def test_the_conclusion_says_what_the_dense_search_means_for_reproducing_it() -> None:
-    """Issue #20: exact lanes give the same numbers on a fresh database; HNSW lanes move them by
+    """Exact lanes give the same numbers on a fresh database; HNSW lanes move them by
     the measured build spread, and the report says so either way (and nothing when not told)."""
     table = _table(0.136, 0.054)
     exact = cal.conclusion(table, "ltr/default", exact_dense=True)

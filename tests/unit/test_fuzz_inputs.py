@@ -1,4 +1,4 @@
-"""Issue 21: every parser of user input fed generated inputs (hypothesis). Each either succeeds or
+"""Every parser of user input fed generated inputs (hypothesis). Each either succeeds or
 raises the project's user error (`CitegateError`: the CLI prints it in one line, exit 2); none
 raises anything else, and no password reaches an output. In-process and bounded: 500 examples
 per parser, no deadline (the machine is shared), a few seconds each. The database side (nothing

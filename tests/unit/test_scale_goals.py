@@ -1,4 +1,4 @@
-"""Issue 24's goals read from a scale bench report (`research.scale_goals`): each verdict follows
+"""The scale goals read from a scale bench report (`research.scale_goals`): each verdict follows
 the measured numbers, per lexical lane, and a size or lane not measured is said, not passed."""
 
 from __future__ import annotations

@@ -399,7 +399,7 @@ def spec_goals() -> list[dict]:
 
 
 def test_the_spec_goals_are_the_issue_goals() -> None:
-    """The spec's GOALS parse to exactly the goals the study used to hard-code (issue 14) and
+    """The spec's GOALS parse to exactly the goals the study used to hard-code and
     need α 0.05 and 0.10 certified."""
     audited = C.SUBSET_AUDITED
     gap = "|answer rate ru − en| ≤ 0.05 at the same bound"

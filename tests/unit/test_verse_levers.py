@@ -1,4 +1,4 @@
-"""The retrieval levers of issue 23 on hand-built candidates (no database): the named lane
+"""The retrieval levers on hand-built candidates (no database): the named lane
 (`pin_named_verses`), one note per verse (`verse_notes`) and `fanout: always`; and the
 vectorised replay agreeing with the scalar one for each."""
 

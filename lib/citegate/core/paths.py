@@ -1,6 +1,9 @@
 """Every filesystem location citegate uses, derived from the repository root.
 
-Importing this module creates nothing; callers make folders when they write.
+The root is the checkout the package runs from (an editable install, `make venv`); an installed
+package (`pip install .` into a service's environment) finds the checkout holding
+`experiments/production.yaml` through `CITEGATE_ROOT`, else the working directory. Importing
+this module creates nothing; callers make folders when they write.
 """
 
 from __future__ import annotations
@@ -8,7 +11,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+
+def _root() -> Path:
+    """`CITEGATE_ROOT`, else the checkout this file sits in (lib/citegate/core/), else the
+    working directory (an installed package lives in site-packages, not in a checkout)."""
+    if os.environ.get("CITEGATE_ROOT"):
+        return Path(os.environ["CITEGATE_ROOT"]).resolve()
+    checkout = Path(__file__).resolve().parents[3]
+    return checkout if (checkout / "pyproject.toml").is_file() else Path.cwd().resolve()
+
+
+ROOT = _root()
 DATA = ROOT / "data"
 CORPORA = DATA / "corpora"
 QUESTIONS = DATA / "questions"

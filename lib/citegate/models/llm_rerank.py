@@ -42,7 +42,7 @@ class LLMRelevanceScorer:
     prefix, so a score never depends on the order or company of the candidates (bit-identical
     across calls). Passages are cut to `max_passage_chars`, then to what fits in `n_ctx`.
 
-    Throughput, measured 2026-11-30 on this 2-core VM while other jobs ran (load average ~6), for
+    Throughput, measured on a 2-core VM while other jobs ran (load average ~6), for
     a ~255-token pair (question ~15 tokens, passage ~190 tokens, template ~50): n_threads=1:
     0.56 pairs/s for passages of one question (prefix reused), 0.40 pairs/s with a new question
     each time; n_threads=2: 0.22 and 0.12 pairs/s (llama.cpp's spinning worker threads lose badly

@@ -73,7 +73,7 @@ class LocalLlamaServer:
     a server that dies while loading fails at once with the tail of its stderr, and one that never
     answers `GET /v1/models` within `startup_timeout` seconds is stopped and reported.
 
-    Speed, measured 2026-11-30 on this 2-core VM while other jobs ran (load average ~6):
+    Speed, measured on a 2-core VM while other jobs ran (load average ~6):
     SmolLM2-135M Q4_1 generates ~33 tokens/s with n_threads=1 but only ~3 tokens/s with
     n_threads=2 (spinning worker threads on oversubscribed cores), hence the default of 1.
     Start-up (import, load, first answer) takes ~2.5 s.

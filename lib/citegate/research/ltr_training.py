@@ -39,7 +39,7 @@ from citegate.store.tables import fragment_texts
 DEFAULT_SETS = ("gita", "xquad")
 # How the training pools' dense lanes search (`PipelineConfig.exact_dense`): exactly, so the pools,
 # and so the model file and its digest, depend on the stored rows alone. With HNSW pools two fresh
-# builds of the same data trained two different models (issue #20: coefficients up to 3.8e-3 apart,
+# builds of the same data trained two different models (coefficients up to 3.8e-3 apart,
 # 138,480 vs 138,482 pairs), which moved every rerank number downstream.
 TRAINING_DENSE = "exact"
 

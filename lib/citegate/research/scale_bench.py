@@ -4,8 +4,8 @@ No text is embedded: the synthetic corpus is grown from the real `gita` fragment
 cached vectors by `research.scale_corpus`. By default (`corpus="mixtures"`) each synthetic
 fragment mixes 2 or 3 distinct real fragments of the same kind (Dirichlet weights, gaussian
 noise, re-normalised; text spliced from the sources' sentences, address from the dominant one),
-so its neighbours are about as close as real neighbours are; `corpus="copies"` is the bench
-before issue 24 (each fragment a noisy copy of one real fragment, text verbatim, ~222 copies of
+so its neighbours are about as close as real neighbours are; `corpus="copies"` is the older
+bench (each fragment a noisy copy of one real fragment, text verbatim, ~222 copies of
 each at 1M: a query's exact top-16 is then a tie among copies). The report puts the synthetic
 corpus's nearest-neighbour cosine profile at each size beside the real corpus's
 (`scale_corpus.Nearest`). Rows are generated in blocks and bulk-loaded with binary COPY into a
@@ -98,7 +98,7 @@ class ScaleSettings:
     sizes: tuple[int, ...] = DEFAULT_SIZES
     queries: int = 50
     groups: tuple[str, ...] = DEFAULT_GROUPS
-    corpus: str = "mixtures"  # or "copies" (the bench before issue 24): `scale_corpus.CORPUS_KINDS`
+    corpus: str = "mixtures"  # or "copies" (the older bench): `scale_corpus.CORPUS_KINDS`
     noise: float | None = None  # per-dimension sigma; None: the corpus's default
     seed: int = 16
     # HNSW builds far slower once the graph outgrows maintenance_work_mem (~1.8 GB at 1M x 384)

@@ -14,7 +14,7 @@ weights; vectors exist one block at a time, so 1M x 384 float32 never sits in me
   address and metadata are the dominant's. The dominants are the real rows in a seeded
   shuffled order, cycled, so every size keeps the real kind mix (and the kind groups the dense
   lane searches).
-- `copies` (the bench before issue 24): every synthetic fragment is one real fragment, text
+- `copies` (the older bench): every synthetic fragment is one real fragment, text
   verbatim, vector + N(0, `COPY_NOISE`^2) per dimension: at 1M each real fragment has ~222
   copies, mutually equidistant, so a query's exact top-16 is a draw among copies.
 

@@ -17,10 +17,10 @@ names its features, so adding one here leaves every saved model scoring as it di
 - `roman_overlap`: the share of the question's Devanagari content words whose romanisation
   (`core.romanise`, diacritics folded, first 5 letters) occurs among the passage's folded words.
   The demo corpus holds the Sanskrit only romanised and no Hindi text, so for a Hindi question
-  every other overlap feature is 0 and the reranker sees cosines alone (issue #23);
+  every other overlap feature is 0 and the reranker would see cosines alone;
 - `cyrillic_overlap`: the same for a Russian question's Cyrillic words, written in Latin as Russian
-  spells Sanskrit names (`core.romanise.latinise_cyrillic`), against English passages (issue #20:
-  the gita build holds no Russian text).
+  spells Sanskrit names (`core.romanise.latinise_cyrillic`), against English passages (the gita
+  build holds no Russian text).
 
 The candidate pool of a question is what `retrieve._rerank` scores: every candidate that the ANN
 lanes found (`ann_missed` ones, seen only by the exact check, are left out of training and eval).

@@ -86,7 +86,8 @@ def run(
     return out
 
 
-# The retrieval levers of issue 23 (production's since its promotions, v7 and v8): their warm
+# The retrieval levers production runs (named verses, one note per verse, round two always,
+# romanised Hindi, lexical hits through the cap): their warm
 # retrieve beside the seed's, in the same run (`levers_over_seed`).
 LEVERS = {
     "pin_named_verses": True,

