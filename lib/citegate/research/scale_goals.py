@@ -108,7 +108,11 @@ def checks(rep: dict[str, Any]) -> list[GoalCheck]:
 
 def goal_lines(rep: dict[str, Any]) -> list[str]:
     """The goals as a Markdown table for `scale_report.render`."""
-    lines = ["", f"Goals: lexical and retrieve latency at {GOAL_SIZE:,} fragments, dense recall@16", ""]
+    lines = [
+        "",
+        f"Goals: lexical and retrieve latency at {GOAL_SIZE:,} fragments, dense recall@16",
+        "",
+    ]
     lines += ["| goal | target | lane | measured | met |", "|---|---|---|---|---|"]
     for c in checks(rep):
         met = "not measured" if c.met is None else "yes" if c.met else "**no**"
