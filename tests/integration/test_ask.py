@@ -15,13 +15,12 @@ import psycopg
 import pytest
 from llm_stub import dead_url
 
-from citegate.cli import ask as ask_cli
 from citegate.cli import main
 from citegate.core.config import DESIGN, PRODUCTION, read_production, save_config
 from citegate.core.errors import QuestionError
 from citegate.models.embed import default_embedder
 from citegate.models.gate_model import LearnedGate
-from citegate.pipeline import plan
+from citegate.pipeline import plan, service
 from citegate.pipeline.retrieve import retrieve
 from citegate.pipeline.turn import answer_turn
 from citegate.store.ingest import ingest_corpus
@@ -252,9 +251,9 @@ def test_ask_answers_with_the_chosen_config(
     class FakeEmbedder:
         id = DESIGN.embedder
 
-    monkeypatch.setattr(ask_cli, "retrieve", fake_retrieve)
-    monkeypatch.setattr(ask_cli, "connect", lambda: contextlib.nullcontext())
-    monkeypatch.setattr(ask_cli, "default_embedder", FakeEmbedder)
+    monkeypatch.setattr(service, "retrieve", fake_retrieve)
+    monkeypatch.setattr(service, "connect", lambda url=None: contextlib.nullcontext())
+    monkeypatch.setattr(service, "default_embedder", FakeEmbedder)
     with pytest.raises(_Stop):
         main(["--debug", "ask", "What does BG 2.13 say about the soul?", *flags])
     production = read_production()["pipeline"]

@@ -147,9 +147,9 @@ def test_a_memory_note_is_framing_never_a_note_or_a_citation(
 
 def test_boost_raises_the_rerank_score_of_what_it_cites(mconn: psycopg.Connection, emb) -> None:  # noqa: ANN001
     q = "Are those who fix their minds on Krishna with supreme faith the best in yoga?"
-    plain = retrieve(mconn, q, _cfg(emb, memory_threshold=0.5), emb, CosineReranker())
+    plain = retrieve(mconn, q, _cfg(emb, boost_threshold=0.5), emb, CosineReranker())
     boosted = retrieve(
-        mconn, q, _cfg(emb, memory_threshold=0.5, memory_boost=0.5), emb, CosineReranker()
+        mconn, q, _cfg(emb, boost_threshold=0.5, memory_boost=0.5), emb, CosineReranker()
     )
     assert "devotion-path" in boosted.memory.keys(NoteRole.BOOST)
     before = {c.fragment_id: c.rerank_score for c in plain.trace.candidates}

@@ -1,7 +1,8 @@
 """`citegate ask`: one question through the pipeline, printed for a person or as JSON.
 
-It answers with the production config (`experiments/production.yaml`, what `citegate promote`
-wrote) unless told otherwise: `--config PATH` names another file, `--design` the design numbers
+It wires the pipeline through the service facade (`pipeline.service.Service`, what an engineer's
+service calls) and answers with the production config (`experiments/production.yaml`, what
+`citegate promote` wrote) unless told otherwise: `--config PATH` names another file, `--design` the design numbers
 (`core.config.DESIGN`). The config used is printed first (in `--json`, under "config": source,
 version, source run), then which gate decided and why (in `--json`, under "gate": kind, reason,
 signal, threshold, language). A learned gate's model file is the one the config names, relative to
@@ -15,105 +16,56 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
-from pathlib import Path
 
-from citegate.core.config import PRODUCTION, NamedConfig, named
+from citegate.core.config import NamedConfig
 from citegate.core.errors import ModelFailure
 from citegate.core.types import RetrievalResult
-from citegate.models.embed import Embedder, default_embedder
 from citegate.pipeline.llm_calls import CallOptions
-from citegate.pipeline.plan import clean_question, make_planner
+from citegate.pipeline.plan import clean_question
 from citegate.pipeline.render import dumps, render_text, render_turn, result_dict, turn_dict
-from citegate.pipeline.retrieve import retrieve
-from citegate.pipeline.roles import RoleClients
-from citegate.pipeline.turn import answer_turn
-from citegate.store.db import connect
-from citegate.store.production import (
-    gate_model_path,
-    load_gate,
-    load_reranker,
-    reranker_model_path,
-)
+from citegate.pipeline.service import Service
+from citegate.pipeline.turn import Turn
 
 
-def chosen_config(args: argparse.Namespace) -> NamedConfig:
-    """The config `ask` answers with: `--design`, `--config PATH`, else production (a bad file
-    is refused here, before any model loads, as is a learned gate whose model file is missing,
-    altered or unusable: its path is made absolute, so every retrieval of the call finds it)."""
-    choice = named("design" if args.design else args.config or "production")
-    cfg = choice.config
-    if cfg.gate != "learned" and not cfg.reranker_model:
-        return choice
-    folder = PRODUCTION.parent if choice.source == "production" else Path(choice.source).parent
-    # A production-shaped file names models under its models/ folder; a plain config file (a
-    # run folder's recommended_config.yaml) names them inside its own folder.
-    root = None if choice.version is not None else folder
-    if cfg.reranker_model:
-        cfg = cfg.replace(reranker_model=str(reranker_model_path(cfg, folder, root).resolve()))
-        load_reranker(cfg)
-    if cfg.gate == "learned":
-        cfg = cfg.replace(gate_model=str(gate_model_path(cfg, folder, root).resolve()))
-        load_gate(cfg)
-    return NamedConfig(cfg, choice.source, choice.version, choice.source_run)
+def config_name(args: argparse.Namespace) -> str:
+    """The config `ask` answers with: `--design`, `--config PATH`, else production."""
+    return "design" if args.design else args.config or "production"
 
 
-def for_this_call(choice: NamedConfig, args: argparse.Namespace, embedder_id: str) -> NamedConfig:
-    """`choice` with this call's changes: `--corpus`, and on the design numbers this
-    environment's embedder (a file names its own; retrieval refuses a config naming another)."""
-    changes: dict[str, object] = {"corpora": args.corpus} if args.corpus else {}
-    if choice.source == "design":
-        changes["embedder"] = embedder_id
-    if not changes:
-        return choice
-    return NamedConfig(
-        choice.config.replace(**changes), choice.source, choice.version, choice.source_run
-    )
-
-
-def cmd_answer(args: argparse.Namespace, choice: NamedConfig, emb: Embedder) -> int:
-    """The whole turn: retrieval, the config's composer, the claim check, and the fallback path
-    on corpus_insufficient. A model starts only for a role that runs (the extractive composer
-    needs none). The turn is printed either way; a failed model call then raises
-    `ModelFailure` (exit 2)."""
-    cfg = choice.config
-    with connect() as conn, RoleClients(cfg, args.model) as roles:
-        turn = answer_turn(
-            conn, args.question, cfg, emb, load_reranker(cfg), roles,
-            enable_fallback=args.fallback, options=CallOptions(variant=args.variant),
-        )  # fmt: skip
-        turn.models = roles.models()
+def print_turn(turn: Turn, choice: NamedConfig, show_trace: bool, as_json: bool) -> None:
+    """The whole turn, for a person or as JSON."""
     assert turn.retrieval is not None
-    if args.json:
-        data = result_json(turn.retrieval, args.trace)
+    if as_json:
+        data = result_json(turn.retrieval, show_trace)
         print(dumps({**data, "config": choice.describe(), "turn": turn_dict(turn)}))
     else:
         print(
             f"config: {choice.label()}\n"
-            + result_text(turn.retrieval, args.trace)
+            + result_text(turn.retrieval, show_trace)
             + "\n\n"
             + render_turn(turn)
         )
-    if turn.model_error:
-        raise ModelFailure(f"model error, no answer: {turn.model_error}")
-    return 0
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
     """Run one question and print the config used, the cited notes and the gate verdict (with
-    `--answer`, the whole turn: which branch was taken and the painted disclaimer)."""
+    `--answer`, the whole turn: which branch was taken, every claim's verdict and the painted
+    disclaimer). The question is checked before any model loads; a failed model call raises
+    `ModelFailure` (exit 2) after the turn is printed."""
     args.question = clean_question(args.question)
-    choice = chosen_config(args)
-    emb = default_embedder()
-    choice = for_this_call(choice, args, emb.id)
-    if args.answer or args.fallback is not None:  # corpus fallback
-        return cmd_answer(args, choice, emb)
-    cfg = choice.config
-    with connect() as conn:
-        res = retrieve(conn, args.question, cfg, emb, load_reranker(cfg), make_planner(cfg.planner))
+    with Service.open(config_name(args), corpora=args.corpus, model=args.model) as svc:
+        if args.answer or args.fallback is not None:  # the whole turn, corpus fallback included
+            options = CallOptions(variant=args.variant)
+            turn = svc.answer(args.question, fallback=args.fallback, options=options)
+            print_turn(turn, svc.choice, args.trace, args.json)
+            if turn.model_error:
+                raise ModelFailure(f"model error, no answer: {turn.model_error}")
+            return 0
+        res = svc.retrieve(args.question)
     if args.json:
-        print(dumps({**result_json(res, args.trace), "config": choice.describe()}))
+        print(dumps({**result_json(res, args.trace), "config": svc.choice.describe()}))
     else:
-        print(f"config: {choice.label()}\n" + result_text(res, args.trace))
+        print(f"config: {svc.choice.label()}\n" + result_text(res, args.trace))
     return 0
 
 

@@ -1,0 +1,138 @@
+"""The one object an engineer's service calls: the production pipeline wired once.
+
+    from citegate.pipeline.service import Service
+
+    with Service.open() as svc:                  # production (experiments/production.yaml)
+        turn = svc.answer("What does Krishna say about the soul?")
+        print(turn.branch, turn.text)            # grounded / fallback / decline / error
+        res = svc.retrieve("BG 2.13")            # notes, decision, which gate decided, memory
+
+`Service.open` does what `citegate ask` does before its first question: it chooses the config
+(`"production"`, `"design"` or a YAML path), checks every model file the config names against its
+digest (the learned gate, the LTR reranker) before anything loads, connects to `DATABASE_URL`
+(else the embedded server under `var/`), loads the embedder, the reranker and the query planner,
+and holds the chat models of the answer roles (each started only when its role first runs).
+A corpus that holds no fragments for the config's embedder is refused at the first question
+(`store.presence.require_fragments`), naming the command that fills it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+from citegate.core.config import PRODUCTION, NamedConfig, named
+from citegate.models.embed import Embedder, default_embedder
+from citegate.models.rerank import Reranker
+from citegate.pipeline.llm_calls import DEFAULT_OPTIONS, CallOptions
+from citegate.pipeline.plan import Planner, make_planner
+from citegate.pipeline.retrieve import RetrievalResult, retrieve
+from citegate.pipeline.roles import RoleClients
+from citegate.pipeline.turn import Turn, answer_turn
+from citegate.store.db import connect
+from citegate.store.production import (
+    gate_model_path,
+    load_gate,
+    load_reranker,
+    reranker_model_path,
+)
+
+
+def choose_config(which: str = "production") -> NamedConfig:
+    """The config `which` names ("production", "design" or a YAML path), its model files made
+    absolute and checked (a missing, altered or unusable one is refused here, before any model
+    loads): a production-shaped file names them under its models/ folder, a plain config file
+    (a run folder's recommended_config.yaml) inside its own folder."""
+    choice = named(which)
+    cfg = choice.config
+    if cfg.gate != "learned" and not cfg.reranker_model:
+        return choice
+    folder = PRODUCTION.parent if choice.source == "production" else Path(choice.source).parent
+    root = None if choice.version is not None else folder
+    if cfg.reranker_model:
+        cfg = cfg.replace(reranker_model=str(reranker_model_path(cfg, folder, root).resolve()))
+        load_reranker(cfg)
+    if cfg.gate == "learned":
+        cfg = cfg.replace(gate_model=str(gate_model_path(cfg, folder, root).resolve()))
+        load_gate(cfg)
+    return NamedConfig(cfg, choice.source, choice.version, choice.source_run)
+
+
+def for_call(
+    choice: NamedConfig, embedder_id: str, corpora: Sequence[str] | None = None
+) -> NamedConfig:
+    """`choice` searching `corpora` (None: the config's), and on the design numbers this
+    environment's embedder (a file names its own; retrieval refuses a config naming another)."""
+    changes: dict[str, object] = {"corpora": list(corpora)} if corpora else {}
+    if choice.source == "design":
+        changes["embedder"] = embedder_id
+    if not changes:
+        return choice
+    cfg = choice.config.replace(**changes)
+    return NamedConfig(cfg, choice.source, choice.version, choice.source_run)
+
+
+@dataclass
+class Service:
+    """The wired pipeline: the config and where it came from, the connection, the embedder, the
+    reranker, the query planner and the answer roles' chat clients."""
+
+    choice: NamedConfig
+    conn: psycopg.Connection
+    embedder: Embedder
+    reranker: Reranker
+    planner: Planner
+    roles: RoleClients
+
+    @classmethod
+    @contextmanager
+    def open(
+        cls,
+        config: str = "production",
+        *,
+        corpora: Sequence[str] | None = None,
+        url: str | None = None,
+        model: str | None = None,
+        embedder: Embedder | None = None,
+    ) -> Iterator[Service]:
+        """Wire the pipeline (see the module docstring); closes the connection and stops any
+        chat model it started on exit. `model`: a remote chat model id for every role (with
+        keys set); `embedder`: one already loaded (default: this environment's)."""
+        choice = choose_config(config)
+        emb = embedder or default_embedder()
+        choice = for_call(choice, emb.id, corpora)
+        cfg = choice.config
+        with ExitStack() as stack:
+            conn = stack.enter_context(connect(url))
+            roles = stack.enter_context(RoleClients(cfg, model))
+            yield cls(choice, conn, emb, load_reranker(cfg), make_planner(cfg.planner), roles)
+
+    def retrieve(self, question: str) -> RetrievalResult:
+        """The final notes, the decision, which gate made it and why, what curated memory did,
+        and the trace."""
+        return retrieve(
+            self.conn, question, self.choice.config, self.embedder, self.reranker, self.planner
+        )
+
+    def answer(
+        self,
+        question: str,
+        *,
+        fallback: bool | None = None,
+        options: CallOptions = DEFAULT_OPTIONS,
+    ) -> Turn:
+        """The whole turn: retrieval, the composer, the claim check, and on an insufficient
+        corpus the fallback (`fallback`: per call; None: the config's) or "I don't know"."""
+        turn = answer_turn(
+            self.conn, question, self.choice.config, self.embedder, self.reranker, self.roles,
+            enable_fallback=fallback, options=options,
+        )  # fmt: skip
+        turn.models = self.roles.models()
+        return turn
+
+
+__all__ = ["Service", "choose_config", "for_call"]
