@@ -45,7 +45,7 @@ def test_precheck_metrics_split_recall_by_echo_and_false_lean_by_negative_kind()
     m = C.precheck_metrics(rows, 0.9, n_boot=50)
     assert m["recall.trigger"] == 1.0 and m["recall.body"] == 0.0
     assert m["false_lean_rate.out_of_scope"] == 1.0 and m["false_lean_rate.in_corpus"] == 0.0
-    assert m["precision"] == 0.5 and m["precision.lo"] < 0.5 < m["precision.hi"]
+    assert m["precision"] == 0.5 and m["precision.ci_lo"] < 0.5 < m["precision.ci_hi"]
 
 
 def path(qid: str, policy: str, seconds: float, notes: tuple[str, ...], **kw: object) -> C.PathRow:

@@ -141,14 +141,19 @@ def precheck_metrics(rows: Sequence[PrecheckRow], t: float, n_boot: int) -> dict
     taken = [ok for ok, go in zip(right, lean, strict=True) if go]
     out: dict[str, float] = {}
     p, plo, phi = rate_ci_or_nan(taken)
-    out |= {"precision": p, "precision.lo": plo, "precision.hi": phi, "taken": float(len(taken))}
+    out |= {
+        "precision": p,
+        "precision.ci_lo": plo,
+        "precision.ci_hi": phi,
+        "taken": float(len(taken)),
+    }
     groups = [r.group for r, go in zip(rows, lean, strict=True) if go]
     out["precision.cluster_lo"], out["precision.cluster_hi"] = cluster_rate_ci(
         np.array(taken, dtype=float), np.array(groups), n_boot
     )
     pos = [(r, go) for r, go in zip(rows, lean, strict=True) if r.memory_answers]
     rec, rlo, rhi = rate_ci_or_nan([go and r.right_note for r, go in pos])
-    out |= {"recall": rec, "recall.lo": rlo, "recall.hi": rhi, "positives": float(len(pos))}
+    out |= {"recall": rec, "recall.ci_lo": rlo, "recall.ci_hi": rhi, "positives": float(len(pos))}
     for echo in ("trigger", "body"):
         hits = [go and r.right_note for r, go in pos if r.echo == echo]
         out[f"recall.{echo}"] = rate_ci_or_nan(hits)[0]
@@ -343,7 +348,7 @@ def headline(
         "precheck_precision.tune": tune["precision"],
         "precheck_recall.tune": tune["recall"],
         "precheck_precision.test": test["precision"],
-        "precheck_precision.test.lo": test["precision.lo"],
+        "precheck_precision.test.lo": test["precision.ci_lo"],
         "precheck_recall.test": test["recall"],
         "precheck_recall.test.body": test["recall.body"],
         "precheck_recall.test.trigger": test["recall.trigger"],
@@ -353,7 +358,8 @@ def headline(
         **{
             f"precheck_recall.{k.split('.')[1]}": v
             for k, v in pooled.items()
-            if k.startswith("recall.") and k.split(".")[1] not in ("trigger", "body", "lo", "hi")
+            if k.startswith("recall.")
+            and k.split(".")[1] not in ("trigger", "body", "ci_lo", "ci_hi")
         },
         "lean_questions": paths["questions"],
         "lean_p50_ms": ms.get("lean", math.nan),

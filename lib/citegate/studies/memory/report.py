@@ -74,7 +74,7 @@ def precheck_line(m: dict[str, float], threshold: float, split: str) -> str:
     return (
         f"On the {split} part, at threshold {threshold:.4f} the pre-check sends "
         f"{m['taken']:.0f} questions lean; precision {m['precision']:.3f} "
-        f"(Wilson 95% {m['precision.lo']:.3f}–{m['precision.hi']:.3f}) {verdict} the "
+        f"(Wilson 95% {m['precision.ci_lo']:.3f}–{m['precision.ci_hi']:.3f}) {verdict} the "
         f"{PRECISION_TARGET:.2f} target; recall {m['recall']:.3f} of {m['positives']:.0f} "
         f"questions memory answers (trigger echoes {m['recall.trigger']:.3f}, body echoes "
         f"{m['recall.body']:.3f})."
@@ -88,7 +88,7 @@ def boost_line(m: dict[str, float], threshold: float) -> str:
     return (
         f"A boost note takes part from similarity {threshold:.4f}: on the test part it does so "
         f"for {m['taken']:.0f} questions, precision {m['precision']:.3f} (Wilson 95% "
-        f"{m['precision.lo']:.3f}–{m['precision.hi']:.3f}), recall {m['recall']:.3f} of "
+        f"{m['precision.ci_lo']:.3f}–{m['precision.ci_hi']:.3f}), recall {m['recall']:.3f} of "
         f"{m['positives']:.0f} questions on a boost note's topic."
     )
 
