@@ -9,13 +9,13 @@ import subprocess
 
 from citegate.core import paths
 
-# "issue 23", "Issue #20", "issues 12", "stop 33", "stops 4-6"
+# the word issue or stop followed by a number, with or without '#'
 TRACKER = re.compile(r"\b(?:issues?|stops?)\s?#?\d+", re.IGNORECASE)
 # a date next to a word that makes it a date of work: "seen 2026-12-03", "until 2026-12-02"
 WORK_DATE = re.compile(
     r"\b(?:seen|measured|until|since|as of|on|in)\s+(?:\d{4}-\d{2}-\d{2})\b", re.IGNORECASE
 )
-SKIPPED = ("data/", "tests/unit/test_no_history.py")
+SKIPPED = ("data/",)
 
 
 def tracked_text_files() -> list[str]:
@@ -39,7 +39,8 @@ def test_no_file_names_a_development_issue_a_stop_or_a_date_of_work() -> None:
 
 
 def test_the_patterns_catch_what_they_are_for() -> None:
-    for line in ("(issue #20)", "Issue 21: hostile", "the 346 ms of stop 33", "seen 2026-12-03"):
+    n, day = 20, "2026-12-03"  # built at run time, so this file holds no such line itself
+    for line in (f"(issue #{n})", f"Issue {n}: hostile", f"the 346 ms of stop {n}", f"seen {day}"):
         assert TRACKER.search(line) or WORK_DATE.search(line), line
     for line in ("date: 2026-11-20", "the issue of 3 notes", "BG 2.13", "run 20261201T224706Z"):
         assert not (TRACKER.search(line) or WORK_DATE.search(line)), line
