@@ -11,7 +11,7 @@ from citegate.core import paths
 
 # the word issue or stop followed by a number, with or without '#'
 TRACKER = re.compile(r"\b(?:issues?|stops?)\s?#?\d+", re.IGNORECASE)
-# a date next to a word that makes it a date of work: "seen 2026-12-03", "until 2026-12-02"
+# a date next to a word that makes it a date of work ("seen", "measured", "until", "since", ...)
 WORK_DATE = re.compile(
     r"\b(?:seen|measured|until|since|as of|on|in)\s+(?:\d{4}-\d{2}-\d{2})\b", re.IGNORECASE
 )
