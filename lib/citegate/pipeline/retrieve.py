@@ -331,8 +331,8 @@ def retrieve(
     question = clean_question(question)
     hits: list[NoteHit] = []
     seconds = 0.0
-    if cfg.memory:
-        qvec = embedder.embed_queries([question])[0]
+    qvec = embedder.embed_queries([question])[0] if cfg.memory else None
+    if qvec is not None:
         hits, seconds = memory.timed_search(conn, qvec, cfg, embedder.id)
     mem = memory.outcome(hits, cfg, seconds) if cfg.memory else None
     chosen = policy or (mem.policy if mem is not None else Policy.WIDE)
@@ -347,11 +347,11 @@ def retrieve(
     clock = time.perf_counter()
     result = decide(conn, result, run_cfg, gate)
     trace.timings["gate"] = time.perf_counter() - clock
-    if mem is None:
+    if mem is None or qvec is None:
         return result
     if chosen != mem.policy:
         mem = replace(mem, policy=chosen, reason=f"{mem.reason} (policy {chosen} asked for)")
-    return with_memory(conn, replace(result, memory=mem), hits, cfg, embedder)
+    return with_memory(conn, replace(result, memory=mem), hits, cfg, embedder.id, qvec)
 
 
 def with_memory(
@@ -359,18 +359,19 @@ def with_memory(
     result: RetrievalResult,
     hits: Sequence[NoteHit],
     cfg: PipelineConfig,
-    embedder: Embedder,
+    embedder_id: str,
+    qvec: np.ndarray,
 ) -> RetrievalResult:
     """`result` led by the pinned note that answers (its similarity at or above the threshold)
     and the verses it cites that the cut did not keep (each address's passage nearest the
-    question), decided by the memory gate; unchanged when no pinned note answers."""
+    question vector `qvec`), decided by the memory gate; unchanged when no pinned note
+    answers."""
     best = memory.best_pinned(hits)
     if best is None or best.similarity < cfg.memory_threshold:
         return result
     have = {c.addr_label for c in result.notes}
     missing = [label for label in best.note.cites if label not in have]
-    ids = memory.cited_ids(conn, missing, embedder.id, cfg.corpora)
-    qvec = embedder.embed_queries([result.trace.question])[0]
+    ids = memory.cited_ids(conn, missing, embedder_id, cfg.corpora)
     rows = lanes.fetch(conn, qvec, [i for v in ids.values() for i in v])
     nearest: dict[str, dict[str, Any]] = {}
     for row in sorted(rows, key=lambda r: (-r["cosine"], r["id"])):
