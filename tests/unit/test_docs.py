@@ -88,6 +88,16 @@ def test_the_checker_catches_a_made_up_flag_and_command() -> None:
     assert check(["memory", "import", "f.yaml", "--replace"]) == ""
 
 
+def test_every_file_the_readme_links_exists() -> None:
+    """mkdocs checks the pages' links; the README, read on the forge, is checked here."""
+    text = README.read_text(encoding="utf-8")
+    targets = [t.split("#")[0] for t in re.findall(r"\]\(([^)\s]+)\)", text)]
+    local = [t for t in targets if t and "://" not in t]
+    missing = [t for t in local if not (paths.ROOT / t).exists()]
+    assert not missing, f"README.md links to missing files: {missing}"
+    assert len(local) > 10
+
+
 def test_the_readme_is_short() -> None:
     lines = README.read_text(encoding="utf-8").count("\n")
     assert lines <= MAX_README_LINES, f"README.md has {lines} lines"
