@@ -18,7 +18,7 @@ from pathlib import Path
 
 from citegate.core import paths
 from citegate.core.errors import InputError
-from citegate.corpus.questions import load_set, records, split_of
+from citegate.corpus.questions import Question, load_set, records, split_of
 from citegate.evaluation.sampling import salted_sample
 
 MEMORY_DIR = paths.DATA / "memory"
@@ -94,55 +94,31 @@ def corpus_negatives(
 ) -> list[MemoryQuestion]:
     """Up to `per_language[lang]` answerable questions of the gita set whose gold verses no
     pinned note cites (memory does not answer them), deterministically sampled."""
-    qset = load_set("gita")
-    out = []
-    for lang, limit in per_language.items():
-        pool = [
-            q
-            for q in qset.questions
-            if q.language == lang
-            and q.label == "answerable"
-            and not set(q.gold) & set(pinned_cites)
-        ]
-        for q in salted_sample(pool, lambda q: q.id, limit, SAMPLE_SALT):
-            out.append(
-                MemoryQuestion(
-                    q.id,
-                    q.text,
-                    lang,
-                    "neither",
-                    "",
-                    "",
-                    q.gold,
-                    False,
-                    q.group,
-                    q.split,
-                    "in_corpus",
-                )  # fmt: skip
-            )
-    return out
+    cited = set(pinned_cites)
+    pool = [
+        q for q in load_set("gita").questions if q.label == "answerable" and not set(q.gold) & cited
+    ]
+    return _negatives(pool, per_language, "in_corpus")
 
 
 def scope_negatives(per_language: Mapping[str, int]) -> list[MemoryQuestion]:
     """Up to `per_language[lang]` questions of the out-of-scope set, deterministically sampled."""
-    qset = load_set("out-of-scope")
+    return _negatives(list(load_set("out-of-scope").questions), per_language, "out_of_scope")
+
+
+def _negatives(
+    pool: list[Question], per_language: Mapping[str, int], kind: str
+) -> list[MemoryQuestion]:
+    """Up to `per_language[lang]` of `pool`'s questions in each language, sampled by salted
+    hash, as negatives of `kind` (an out-of-scope question keeps no gold)."""
     out = []
     for lang, limit in per_language.items():
-        pool = [q for q in qset.questions if q.language == lang]
-        for q in salted_sample(pool, lambda q: q.id, limit, SAMPLE_SALT):
+        mine = [q for q in pool if q.language == lang]
+        for q in salted_sample(mine, lambda q: q.id, limit, SAMPLE_SALT):
+            gold = q.gold if kind == "in_corpus" else ()
             out.append(
                 MemoryQuestion(
-                    q.id,
-                    q.text,
-                    lang,
-                    "neither",
-                    "",
-                    "",
-                    (),
-                    False,
-                    q.group,
-                    q.split,
-                    "out_of_scope",
+                    q.id, q.text, lang, "neither", "", "", gold, False, q.group, q.split, kind
                 )  # fmt: skip
             )
     return out
