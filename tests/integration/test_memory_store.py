@@ -1,5 +1,6 @@
-"""Curated notes in PostgreSQL (`store.memory`) and `citegate memory`: import all or nothing,
-refusals that leave the database as it was, --replace, list/show/remove, and the notes lane."""
+"""Curated notes in PostgreSQL (`store.memory`): import all or nothing, refusals that leave the
+database as it was, --replace, list/show/remove, and the notes lane (the command line:
+test_memory_cli.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import psycopg
 import pytest
 from conftest import fingerprint
 
-from citegate.cli import main
 from citegate.core.errors import EmptyCorpus, InputError
 from citegate.corpus.notes import read_notes
 from citegate.models.embed import default_embedder
@@ -175,32 +175,6 @@ def test_remove_by_key_or_source_and_an_unknown_key_removes_nothing(
         assert remove_notes(conn, "tiny", ["setting"]) == 1
         assert remove_notes(conn, "tiny", source="notes.yaml") == 1
         assert list_notes(conn) == []
-
-
-def test_the_memory_commands(
-    tiny: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    url, label = tiny
-    path = write(tmp_path, notes_yaml(cite=label))
-    assert main(["memory", "import", str(path)]) == 0
-    assert "2 notes written into tiny" in capsys.readouterr().out
-    assert main(["memory", "import", str(path)]) == 0
-    assert "unchanged" in capsys.readouterr().out
-    assert main(["memory", "list", "--corpus", "tiny", "--kind", "pinned"]) == 0
-    out = capsys.readouterr().out
-    assert "eternal-self\tpinned" in out and "setting" not in out
-    assert main(["memory", "show", "setting", "--corpus", "tiny"]) == 0
-    assert "A dialogue on a battlefield." in capsys.readouterr().out
-    before = fingerprint(url)
-    bad = write(tmp_path, notes_yaml(cite="nowhere " * 30), "bad.yaml")
-    assert main(["memory", "import", str(bad)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "bad.yaml: record 1 (eternal-self)" in err
-    assert "nowhere nowhere nowhere nowhere nowhere nowhere" not in err  # not echoed whole
-    assert fingerprint(url) == before
-    assert main(["memory", "remove", "--corpus", "tiny"]) == 2
-    assert main(["memory", "remove", "setting", "--corpus", "tiny"]) == 0
-    assert "removed 1 note from tiny" in capsys.readouterr().out
 
 
 def test_migration_refuses_an_old_attributions_table_that_holds_rows(fresh_db: str) -> None:

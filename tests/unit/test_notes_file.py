@@ -82,6 +82,16 @@ def test_the_content_hash_ignores_the_source_file(tmp_path: Path) -> None:
             "the limit is 200",
         ),
         ("triggers: [what happens to the soul]", "triggers: []", "1 (soul)", "1 to 8"),
+        (
+            "    body: The self changes bodies as a person changes clothes.",
+            '    body: "  "',
+            "1 (soul)",
+            "body must be non-empty",
+        ),  # fmt: skip
+        ("    cites: [BG 2.22]", "    cites: [note:setting]", "1 (soul)", "not a fragment addr"),
+        ("    cites: [BG 2.22]", '    cites: ["BG 2.22\\nBG 2.23"]', "1 (soul)", "not a fragment"),
+        ("    cites: [BG 2.22]", "    cites: [" + "B" * 101 + "]", "1 (soul)", "limit is 100"),
+        ("    author: editors", "    author: ''", "1 (soul)", "author must be non-empty"),
     ],
 )
 def test_each_refusal_names_file_and_record_in_one_line(
@@ -113,3 +123,12 @@ def test_the_shipped_demo_notes_read() -> None:
     kinds = [n.kind for n in nf.notes]
     assert len(nf.notes) >= 40 and {NoteKind.PINNED, NoteKind.BOOST, NoteKind.MEMORY} <= set(kinds)
     assert {n.lang for n in nf.notes} >= {"en", "ru"}
+
+
+def test_a_file_without_notes_or_with_a_body_over_the_limit_is_refused(tmp_path: Path) -> None:
+    empty = GOOD.split("notes:")[0] + "notes: []\n"
+    with pytest.raises(InputError, match="notes.yaml: record -: notes must be a non-empty list"):
+        read_notes(write(tmp_path, empty))
+    long = GOOD.replace("as a person changes clothes.", "x" * 4001)
+    with pytest.raises(InputError, match=r"record 1 \(soul\): body is \d+ characters; the limit"):
+        read_notes(write(tmp_path, long))

@@ -10,7 +10,7 @@ A notes file (YAML, reviewed like code) holds the notes of one corpus:
         lang: en                        # en | ru | hi
         triggers: [what happens to the soul at death]
         body: The self is not born and does not die ...
-        cites: [BG 2.13, BG 2.22]       # addresses of the corpus (pinned and boost: at least one)
+        cites: [BG 2.13, BG 2.22]       # fragment addresses of the corpus, never note:<key>
         author: citegate editors
         date: "2026-11-20"
 
@@ -120,7 +120,7 @@ def read_notes(path: Path | str) -> NoteFile:
         raise InputError(path, "-", f"unknown key(s) {unknown}; known: {sorted(_TOP)}")
     if doc.get("format") != NOTES_FORMAT:
         raise InputError(
-            path.name, "-", f"format must be {NOTES_FORMAT!r}, got {shown(doc.get('format'))}"
+            path, "-", f"format must be {NOTES_FORMAT!r}, got {shown(doc.get('format'))}"
         )
     corpus = doc.get("corpus")
     if not isinstance(corpus, str) or not KEY.fullmatch(corpus.lower()) or corpus != corpus.strip():
@@ -158,15 +158,16 @@ def _note(path: Path, i: int, rec: Any, corpus: str) -> Note:
         raise InputError(path, where, f"missing field(s) {missing}")
     kind = rec["kind"]
     if kind not in tuple(NoteKind):
-        raise InputError(
-            path.name, where, f"kind must be pinned, boost or memory, got {shown(kind)}"
-        )
+        raise InputError(path, where, f"kind must be pinned, boost or memory, got {shown(kind)}")
     if rec["lang"] not in LANGS:
         raise InputError(
-            path.name, where, f"lang must be one of {', '.join(LANGS)}, got {shown(rec['lang'])}"
+            path, where, f"lang must be one of {', '.join(LANGS)}, got {shown(rec['lang'])}"
         )
     triggers = _texts(path, where, "triggers", rec["triggers"], 1, MAX_TRIGGERS, MAX_TRIGGER_CHARS)
     cites = _texts(path, where, "cites", rec["cites"] or [], 0, MAX_CITES, MAX_ADDRESS_CHARS)
+    for c in cites:
+        if "\n" in c or "\r" in c or c.startswith(NOTE_ADDRESS_PREFIX):
+            raise InputError(path, where, f"cites {shown(c)} is not a fragment address")
     if kind != NoteKind.MEMORY and not cites:
         raise InputError(path, where, f"a {kind} note must cite at least one address")
     return Note(
@@ -189,9 +190,7 @@ def _text(path: Path, where: str, name: str, value: Any, limit: int) -> str:
         raise InputError(path, where, f"{name} must be non-empty text, got {shown(value)}")
     value = value.strip()
     if len(value) > limit:
-        raise InputError(
-            path.name, where, f"{name} is {len(value)} characters; the limit is {limit}"
-        )
+        raise InputError(path, where, f"{name} is {len(value)} characters; the limit is {limit}")
     problem = text_problem(value)
     if problem:
         raise InputError(path, where, f"{name} {problem}")
@@ -206,7 +205,7 @@ def _texts(
         raise InputError(path, where, f"{name} must be a list, got {shown(value)}")
     if not least <= len(value) <= most:
         raise InputError(
-            path.name, where, f"{name} must hold {least} to {most} entries, not {len(value)}"
+            path, where, f"{name} must hold {least} to {most} entries, not {len(value)}"
         )
     out = tuple(_text(path, where, f"{name}[{j}]", v, chars) for j, v in enumerate(value, 1))
     if len(set(out)) != len(out):

@@ -1,0 +1,177 @@
+"""`citegate memory import|list|show|remove` through the command line's entry point: exit 0 with
+what was done, or exit 2 with one line on stderr and the database as it was."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import fingerprint
+
+from citegate.cli import main
+from citegate.core.config import production
+from citegate.models.embed import default_embedder
+from citegate.store import db
+from citegate.store.ingest import ingest_corpus
+
+pytestmark = pytest.mark.db
+
+TEXT = (
+    "Arjuna sees his teachers and kinsmen in the opposing army and lays down his bow.\n\n"
+    "Krishna teaches that the self is eternal: it is not born and it does not die.\n"
+)
+
+
+def notes_yaml(label: str, body: str = "The self is never born and never dies.") -> str:
+    """Two notes of corpus `tiny`: a pinned one citing `label`, and a memory note."""
+    return textwrap.dedent(
+        f"""\
+        format: citegate-notes/1
+        corpus: tiny
+        notes:
+          - key: eternal-self
+            kind: pinned
+            lang: en
+            triggers: [is the self eternal, does the soul die]
+            body: {body}
+            cites: ["{label}"]
+            author: editors
+            date: "2026-01-01"
+          - key: setting
+            kind: memory
+            lang: en
+            triggers: [where is the dialogue]
+            body: A dialogue on a battlefield.
+            cites: []
+            author: editors
+            date: "2026-01-01"
+        """
+    )
+
+
+@pytest.fixture()
+def tiny(cli_db: str, tmp_path: Path) -> tuple[str, str]:
+    """The command line's fresh database with a two-paragraph corpus `tiny`; (url, an address
+    it holds)."""
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    (folder / "text.txt").write_text(TEXT, encoding="utf-8")
+    with db.connect(cli_db) as conn:
+        ingest_corpus(conn, str(folder), default_embedder(), corpus="tiny", progress=False)
+        label = conn.execute("SELECT min(addr_label) FROM fragments").fetchone()[0]
+    return cli_db, label
+
+
+def write(tmp_path: Path, text: str, name: str = "notes.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """`citegate memory ...`: (exit code, stdout, stderr)."""
+    code = main(["memory", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """The one line a refused command prints (exit 2, nothing on stdout)."""
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1, (code, out, err)
+    assert err.startswith("citegate: error: ")
+    return err
+
+
+def test_import_prints_what_it_wrote_then_unchanged_then_what_replace_replaced(
+    tiny: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, label = tiny
+    path = write(tmp_path, notes_yaml(label))
+    code, out, _ = run(capsys, "import", str(path))
+    assert code == 0
+    assert (
+        out.strip()
+        == "notes.yaml: 2 notes written into tiny (0 replaced, 0 removed), 5 units embedded"
+    )
+    assert run(capsys, "import", str(path))[:2] == (0, "notes.yaml: unchanged (tiny)\n")
+    changed = write(tmp_path, notes_yaml(label, "The self is eternal."))
+    before = fingerprint(url)
+    assert "pass --replace to replace it" in refused(capsys, "import", str(changed))
+    assert fingerprint(url) == before
+    code, out, _ = run(capsys, "import", str(changed), "--replace")
+    assert code == 0 and "2 notes written into tiny (2 replaced, 0 removed)" in out
+    assert "The self is eternal." in run(capsys, "show", "eternal-self", "--corpus", "tiny")[1]
+
+
+def test_a_bad_file_or_a_cite_the_corpus_lacks_is_one_line_and_changes_nothing(
+    tiny: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, label = tiny
+    before = fingerprint(url)
+    lacking = write(tmp_path, notes_yaml("nowhere " * 12), "bad.yaml")
+    err = refused(capsys, "import", str(lacking))
+    assert "bad.yaml: record 1 (eternal-self): cites '" in err and "corpus tiny does not" in err
+    assert "nowhere " * 6 not in err  # the input is never echoed back whole
+    unread = write(tmp_path, notes_yaml(label).replace("kind: memory", "kind: aside"), "x.yaml")
+    assert "x.yaml: record 2 (setting): kind must be" in refused(capsys, "import", str(unread))
+    missing = str(tmp_path / "absent.yaml")
+    assert "absent.yaml" in refused(capsys, "import", missing)
+    assert fingerprint(url) == before
+
+
+def test_list_filters_by_corpus_and_kind_and_says_when_there_are_none(
+    tiny: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, label = tiny
+    assert run(capsys, "list")[:2] == (0, "no curated notes\n")
+    assert run(capsys, "import", str(write(tmp_path, notes_yaml(label))))[0] == 0
+    code, out, _ = run(capsys, "list")
+    assert code == 0
+    assert out.splitlines() == [
+        f"tiny\teternal-self\tpinned\ten\t{label}\tnotes.yaml",
+        "tiny\tsetting\tmemory\ten\t-\tnotes.yaml",
+    ]
+    assert run(capsys, "list", "--kind", "memory")[1].splitlines() == [
+        "tiny\tsetting\tmemory\ten\t-\tnotes.yaml"
+    ]
+    assert run(capsys, "list", "--corpus", "other")[1] == "no curated notes in other\n"
+
+
+def test_show_prints_the_whole_note_and_refuses_an_unknown_key(
+    tiny: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, label = tiny
+    run(capsys, "import", str(write(tmp_path, notes_yaml(label))))
+    code, out, _ = run(capsys, "show", "eternal-self", "--corpus", "tiny")
+    assert code == 0
+    for part in (
+        "note:eternal-self (pinned, en) in tiny, from notes.yaml",
+        "author: editors; date: 2026-01-01",
+        "  - is the self eternal\n  - does the soul die",
+        f"cites: {label}",
+        "The self is never born and never dies.",
+    ):
+        assert part in out
+    assert "no note of that key" in refused(capsys, "show", "nope", "--corpus", "tiny")
+    # without --corpus: production's first corpus, which holds no note `setting`
+    err = refused(capsys, "show", "setting")
+    assert err.startswith(f"citegate: error: {production().corpora[0]}: ")
+
+
+def test_remove_by_key_or_source_and_an_unknown_key_removes_nothing(
+    tiny: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, label = tiny
+    run(capsys, "import", str(write(tmp_path, notes_yaml(label))))
+    before = fingerprint(url)
+    assert "name the notes" in refused(capsys, "remove", "--corpus", "tiny")
+    assert "'nope'" in refused(capsys, "remove", "setting", "nope", "--corpus", "tiny")
+    assert "from that source" in refused(capsys, "remove", "--source", "x.yaml", "--corpus", "tiny")
+    assert fingerprint(url) == before
+    code, out, _ = run(capsys, "remove", "setting", "--corpus", "tiny")
+    assert (code, out) == (0, "removed 1 note from tiny\n")
+    code, out, _ = run(capsys, "remove", "--source", "notes.yaml", "--corpus", "tiny")
+    assert (code, out) == (0, "removed 1 note from tiny\n")
+    assert run(capsys, "list")[1] == "no curated notes\n"
