@@ -4,6 +4,7 @@ its reason and the measured figure, with the command that reproduces it."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 
@@ -25,6 +26,19 @@ def tracked_text_files() -> list[str]:
     return [p for p in out if not p.startswith(SKIPPED)]
 
 
+def numbered_lines(name: str, text: str) -> list[tuple[str, str]]:
+    """(place, line) pairs of a file; a notebook's are its cells' sources (its outputs are what a
+    run printed, not what the project says), placed as cell number and line."""
+    if not name.endswith(".ipynb"):
+        return [(str(n), line) for n, line in enumerate(text.splitlines(), 1)]
+    cells = json.loads(text)["cells"]
+    return [
+        (f"cell {c}:{n}", line)
+        for c, cell in enumerate(cells, 1)
+        for n, line in enumerate("".join(cell.get("source", [])).splitlines(), 1)
+    ]
+
+
 def test_no_file_names_a_development_issue_a_stop_or_a_date_of_work() -> None:
     found = []
     for name in tracked_text_files():
@@ -32,9 +46,9 @@ def test_no_file_names_a_development_issue_a_stop_or_a_date_of_work() -> None:
             text = (paths.ROOT / name).read_text(encoding="utf-8")
         except (UnicodeDecodeError, IsADirectoryError, FileNotFoundError):
             continue  # binary files (figures) and files deleted but not yet committed
-        for n, line in enumerate(text.splitlines(), 1):
+        for place, line in numbered_lines(name, text):
             if TRACKER.search(line) or WORK_DATE.search(line):
-                found.append(f"{name}:{n}: {line.strip()[:100]}")
+                found.append(f"{name}:{place}: {line.strip()[:100]}")
     assert not found, "\n".join(found)
 
 
@@ -44,3 +58,10 @@ def test_the_patterns_catch_what_they_are_for() -> None:
         assert TRACKER.search(line) or WORK_DATE.search(line), line
     for line in ("date: 2026-11-20", "the issue of 3 notes", "BG 2.13", "run 20261201T224706Z"):
         assert not (TRACKER.search(line) or WORK_DATE.search(line)), line
+
+
+def test_a_notebook_is_read_by_its_sources_not_its_outputs() -> None:
+    n = 20
+    cell = {"source": ["x = 1\n", f"# issue {n}"], "outputs": [{"text": [f"stop {n}"]}]}
+    lines = numbered_lines("a.ipynb", json.dumps({"cells": [{"source": ["y = 2"]}, cell]}))
+    assert lines == [("cell 1:1", "y = 2"), ("cell 2:1", "x = 1"), ("cell 2:2", f"# issue {n}")]
