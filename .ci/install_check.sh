@@ -27,6 +27,11 @@ cd "$work"
 "$work/venv/bin/citegate" ingest --corpus "$work/corpus" --name tiny
 "$work/venv/bin/citegate" ask --design --corpus tiny --answer "Is the self eternal?" > "$work/answer.txt"
 grep -q "branch: grounded" "$work/answer.txt"
+# The production config (the default): its learned gate and LTR reranker load without
+# scikit-learn; the corpus fallback is off for this call (its model is the llm extra's).
+"$work/venv/bin/citegate" ask --corpus tiny --answer --no-fallback "Is the self eternal?" \
+  > "$work/production.txt"
+grep -q "^config: production" "$work/production.txt"
 "$work/venv/bin/citegate" run "$repo/experiments/01_prefloor_recall.yaml" > "$work/run.txt" 2>&1 && {
   echo "install check: citegate run worked without the research extra" >&2; exit 1; }
 grep -q "needs the research extra" "$work/run.txt"

@@ -66,6 +66,29 @@ def test_the_production_path_and_the_cli_run_without_any_extra() -> None:
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
+def test_the_production_config_loads_its_models_without_scikit_learn() -> None:
+    """The learned gate and the LTR reranker that production names score with portable trees: a
+    core install, where scikit-learn is neither importable nor in the package metadata, loads
+    them (the training version is compared only where scikit-learn is installed)."""
+    code = f"BLOCKED = {sorted(EXTRAS)!r}\n{BLOCK}\n" + (
+        "import importlib.metadata as md\n"
+        "real = md.version\n"
+        "def version(name):\n"
+        "    if name == 'scikit-learn':\n"
+        "        raise md.PackageNotFoundError(name)\n"
+        "    return real(name)\n"
+        "md.version = version\n"
+        "from citegate.pipeline.service import choose_config\n"
+        "from citegate.store.production import load_gate, load_reranker\n"
+        "cfg = choose_config('production').config\n"
+        "assert cfg.gate == 'learned' and cfg.reranker_model, cfg\n"
+        "load_reranker(cfg), load_gate(cfg)\n"
+        "print('ok')"
+    )
+    done = run_python(code)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
 def test_every_third_party_package_the_production_path_imports_is_a_core_dependency() -> None:
     code = "\n".join(f"import {m}" for m in PRODUCTION_MODULES) + (
         "\nimport json, sys, importlib.metadata as md\n"

@@ -178,8 +178,8 @@ def load_ltr(name: str, path: Path | None = None, digest: str | None = None) -> 
         raise ConfigError(f"{path}: LTR model digest {actual} differs from the expected {digest}")
     doc = _parse(path, data, retrain)
     meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
-    running = importlib.metadata.version("scikit-learn")  # importing sklearn itself takes ~1 s
-    if meta.get("sklearn") not in (None, running):
+    running = installed_sklearn()
+    if running is not None and meta.get("sklearn") not in (None, running):
         warnings.warn(
             f"LTR model {bare!r} was trained with scikit-learn {meta.get('sklearn')}, "
             f"running {running}",
@@ -195,6 +195,16 @@ def load_ltr(name: str, path: Path | None = None, digest: str | None = None) -> 
             f"{path}: not in canonical form (its content re-serialises differently); {retrain}"
         )
     return reranker
+
+
+def installed_sklearn() -> str | None:
+    """The installed scikit-learn's version, read from its package metadata (importing sklearn
+    takes ~1 s); None without it: a core install (`pip install .`, no research extra) scores with
+    the portable trees alone, so there is no version to compare the training one with."""
+    try:
+        return importlib.metadata.version("scikit-learn")
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _parse(path: Path, data: bytes, retrain: str) -> dict[str, Any]:
