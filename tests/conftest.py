@@ -8,6 +8,7 @@ import itertools
 import os
 import shutil
 import tempfile
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -195,3 +196,59 @@ def cli_db(fresh_db: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> st
     with db.connect(fresh_db):  # migrates
         pass
     return fresh_db
+
+
+TINY_TEXT = (
+    "Arjuna sees his teachers and kinsmen in the opposing army and lays down his bow.\n\n"
+    "Krishna teaches that the self is eternal: it is not born and it does not die.\n"
+)
+
+
+def notes_yaml(cite: str, body: str = "The self is never born and never dies.") -> str:
+    """A notes file of corpus `tiny`: a pinned note citing `cite`, and a memory note."""
+    return textwrap.dedent(
+        f"""\
+        format: citegate-notes/1
+        corpus: tiny
+        notes:
+          - key: eternal-self
+            kind: pinned
+            lang: en
+            triggers: [is the self eternal, does the soul die]
+            body: {body}
+            cites: ["{cite}"]
+            author: editors
+            date: "2026-01-01"
+          - key: setting
+            kind: memory
+            lang: en
+            triggers: [where is the dialogue]
+            body: A dialogue on a battlefield.
+            cites: []
+            author: editors
+            date: "2026-01-01"
+        """
+    )
+
+
+def write_file(folder: Path, text: str, name: str = "notes.yaml") -> Path:
+    """`text` written to `folder/name`; its path."""
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture()
+def tiny(cli_db: str, tmp_path: Path) -> tuple[str, str]:
+    """The commands' fresh database with a two-paragraph folder corpus `tiny`; (url, an address
+    it holds)."""
+    from citegate.models.embed import default_embedder
+    from citegate.store.ingest import ingest_corpus
+
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    (folder / "text.txt").write_text(TINY_TEXT, encoding="utf-8")
+    with db.connect(cli_db) as conn:
+        ingest_corpus(conn, str(folder), default_embedder(), corpus="tiny", progress=False)
+        label = conn.execute("SELECT min(addr_label) FROM fragments").fetchone()[0]
+    return cli_db, label

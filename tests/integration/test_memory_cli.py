@@ -3,70 +3,15 @@ what was done, or exit 2 with one line on stderr and the database as it was."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import fingerprint
+from conftest import fingerprint, notes_yaml, write_file
 
 from citegate.cli import main
 from citegate.core.config import production
-from citegate.models.embed import default_embedder
-from citegate.store import db
-from citegate.store.ingest import ingest_corpus
 
 pytestmark = pytest.mark.db
-
-TEXT = (
-    "Arjuna sees his teachers and kinsmen in the opposing army and lays down his bow.\n\n"
-    "Krishna teaches that the self is eternal: it is not born and it does not die.\n"
-)
-
-
-def notes_yaml(label: str, body: str = "The self is never born and never dies.") -> str:
-    """Two notes of corpus `tiny`: a pinned one citing `label`, and a memory note."""
-    return textwrap.dedent(
-        f"""\
-        format: citegate-notes/1
-        corpus: tiny
-        notes:
-          - key: eternal-self
-            kind: pinned
-            lang: en
-            triggers: [is the self eternal, does the soul die]
-            body: {body}
-            cites: ["{label}"]
-            author: editors
-            date: "2026-01-01"
-          - key: setting
-            kind: memory
-            lang: en
-            triggers: [where is the dialogue]
-            body: A dialogue on a battlefield.
-            cites: []
-            author: editors
-            date: "2026-01-01"
-        """
-    )
-
-
-@pytest.fixture()
-def tiny(cli_db: str, tmp_path: Path) -> tuple[str, str]:
-    """The command line's fresh database with a two-paragraph corpus `tiny`; (url, an address
-    it holds)."""
-    folder = tmp_path / "tiny"
-    folder.mkdir()
-    (folder / "text.txt").write_text(TEXT, encoding="utf-8")
-    with db.connect(cli_db) as conn:
-        ingest_corpus(conn, str(folder), default_embedder(), corpus="tiny", progress=False)
-        label = conn.execute("SELECT min(addr_label) FROM fragments").fetchone()[0]
-    return cli_db, label
-
-
-def write(tmp_path: Path, text: str, name: str = "notes.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -88,7 +33,7 @@ def test_import_prints_what_it_wrote_then_unchanged_then_what_replace_replaced(
     tiny: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url, label = tiny
-    path = write(tmp_path, notes_yaml(label))
+    path = write_file(tmp_path, notes_yaml(label))
     code, out, _ = run(capsys, "import", str(path))
     assert code == 0
     assert (
@@ -96,7 +41,7 @@ def test_import_prints_what_it_wrote_then_unchanged_then_what_replace_replaced(
         == "notes.yaml: 2 notes written into tiny (0 replaced, 0 removed), 5 units embedded"
     )
     assert run(capsys, "import", str(path))[:2] == (0, "notes.yaml: unchanged (tiny)\n")
-    changed = write(tmp_path, notes_yaml(label, "The self is eternal."))
+    changed = write_file(tmp_path, notes_yaml(label, "The self is eternal."))
     before = fingerprint(url)
     assert "pass --replace to replace it" in refused(capsys, "import", str(changed))
     assert fingerprint(url) == before
@@ -110,11 +55,13 @@ def test_a_bad_file_or_a_cite_the_corpus_lacks_is_one_line_and_changes_nothing(
 ) -> None:
     url, label = tiny
     before = fingerprint(url)
-    lacking = write(tmp_path, notes_yaml("nowhere " * 12), "bad.yaml")
+    lacking = write_file(tmp_path, notes_yaml("nowhere " * 12), "bad.yaml")
     err = refused(capsys, "import", str(lacking))
     assert "bad.yaml: record 1 (eternal-self): cites '" in err and "corpus tiny does not" in err
     assert "nowhere " * 6 not in err  # the input is never echoed back whole
-    unread = write(tmp_path, notes_yaml(label).replace("kind: memory", "kind: aside"), "x.yaml")
+    unread = write_file(
+        tmp_path, notes_yaml(label).replace("kind: memory", "kind: aside"), "x.yaml"
+    )
     assert "x.yaml: record 2 (setting): kind must be" in refused(capsys, "import", str(unread))
     missing = str(tmp_path / "absent.yaml")
     assert "absent.yaml" in refused(capsys, "import", missing)
@@ -126,7 +73,7 @@ def test_list_filters_by_corpus_and_kind_and_says_when_there_are_none(
 ) -> None:
     _, label = tiny
     assert run(capsys, "list")[:2] == (0, "no curated notes\n")
-    assert run(capsys, "import", str(write(tmp_path, notes_yaml(label))))[0] == 0
+    assert run(capsys, "import", str(write_file(tmp_path, notes_yaml(label))))[0] == 0
     code, out, _ = run(capsys, "list")
     assert code == 0
     assert out.splitlines() == [
@@ -143,7 +90,7 @@ def test_show_prints_the_whole_note_and_refuses_an_unknown_key(
     tiny: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _, label = tiny
-    run(capsys, "import", str(write(tmp_path, notes_yaml(label))))
+    run(capsys, "import", str(write_file(tmp_path, notes_yaml(label))))
     code, out, _ = run(capsys, "show", "eternal-self", "--corpus", "tiny")
     assert code == 0
     for part in (
@@ -164,7 +111,7 @@ def test_remove_by_key_or_source_and_an_unknown_key_removes_nothing(
     tiny: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url, label = tiny
-    run(capsys, "import", str(write(tmp_path, notes_yaml(label))))
+    run(capsys, "import", str(write_file(tmp_path, notes_yaml(label))))
     before = fingerprint(url)
     assert "name the notes" in refused(capsys, "remove", "--corpus", "tiny")
     assert "'nope'" in refused(capsys, "remove", "setting", "nope", "--corpus", "tiny")

@@ -4,18 +4,16 @@ test_memory_cli.py)."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import fingerprint
+from conftest import fingerprint, notes_yaml, write_file
 
 from citegate.core.errors import EmptyCorpus, InputError
 from citegate.corpus.notes import read_notes
 from citegate.models.embed import default_embedder
 from citegate.store import db
-from citegate.store.ingest import ingest_corpus
 from citegate.store.memory import (
     get_note,
     import_notes,
@@ -27,61 +25,12 @@ from citegate.store.memory import (
 
 pytestmark = pytest.mark.db
 
-TEXT = (
-    "Arjuna sees his teachers and kinsmen in the opposing army and lays down his bow.\n\n"
-    "Krishna teaches that the self is eternal: it is not born and it does not die.\n"
-)
-
-
-def notes_yaml(body: str = "The self is never born and never dies.", cite: str = "") -> str:
-    return textwrap.dedent(
-        f"""\
-        format: citegate-notes/1
-        corpus: tiny
-        notes:
-          - key: eternal-self
-            kind: pinned
-            lang: en
-            triggers: [is the self eternal, does the soul die]
-            body: {body}
-            cites: [{cite}]
-            author: editors
-            date: "2026-01-01"
-          - key: setting
-            kind: memory
-            lang: en
-            triggers: [where is the dialogue]
-            body: A dialogue on a battlefield.
-            cites: []
-            author: editors
-            date: "2026-01-01"
-        """
-    )
-
-
-@pytest.fixture()
-def tiny(cli_db: str, tmp_path: Path) -> tuple[str, str]:
-    """The fresh database with a two-paragraph corpus `tiny`; (url, an address it holds)."""
-    folder = tmp_path / "tiny"
-    folder.mkdir()
-    (folder / "text.txt").write_text(TEXT, encoding="utf-8")
-    with db.connect(cli_db) as conn:
-        ingest_corpus(conn, str(folder), default_embedder(), corpus="tiny", progress=False)
-        label = conn.execute("SELECT min(addr_label) FROM fragments").fetchone()[0]
-    return cli_db, label
-
-
-def write(tmp_path: Path, text: str, name: str = "notes.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
-
 
 def test_import_writes_notes_and_their_units_and_an_identical_reimport_writes_nothing(
     tiny: tuple[str, str], tmp_path: Path
 ) -> None:
     url, label = tiny
-    nf = read_notes(write(tmp_path, notes_yaml(cite=label)))
+    nf = read_notes(write_file(tmp_path, notes_yaml(label)))
     emb = default_embedder()
     with db.connect(url) as conn:
         rep = import_notes(conn, nf, emb)
@@ -101,7 +50,7 @@ def test_the_notes_lane_ranks_by_best_unit_and_says_which_unit(
     url, label = tiny
     emb = default_embedder()
     with db.connect(url) as conn:
-        import_notes(conn, read_notes(write(tmp_path, notes_yaml(cite=label))), emb)
+        import_notes(conn, read_notes(write_file(tmp_path, notes_yaml(label))), emb)
         hits = note_hits(conn, emb.embed_queries(["does the soul die"])[0], emb.id, ["tiny"])
         assert hits[0].note.key == "eternal-self" and hits[0].via == "trigger"
         assert hits[0].similarity == pytest.approx(1.0, abs=1e-4)
@@ -115,7 +64,7 @@ def test_a_cite_the_corpus_lacks_is_refused_naming_file_and_record_and_nothing_c
 ) -> None:
     url, _ = tiny
     before = fingerprint(url)
-    nf = read_notes(write(tmp_path, notes_yaml(cite="BG 9.99")))
+    nf = read_notes(write_file(tmp_path, notes_yaml("BG 9.99")))
     with db.connect(url) as conn, pytest.raises(InputError) as err:
         import_notes(conn, nf, default_embedder())
     assert "notes.yaml: record 1 (eternal-self): cites 'BG 9.99'" in str(err.value)
@@ -123,7 +72,7 @@ def test_a_cite_the_corpus_lacks_is_refused_naming_file_and_record_and_nothing_c
 
 
 def test_an_empty_corpus_is_refused(cli_db: str, tmp_path: Path) -> None:
-    nf = read_notes(write(tmp_path, notes_yaml(cite="A")))
+    nf = read_notes(write_file(tmp_path, notes_yaml("A")))
     with db.connect(cli_db) as conn, pytest.raises(EmptyCorpus):
         import_notes(conn, nf, default_embedder())
 
@@ -134,10 +83,10 @@ def test_changed_content_or_another_source_needs_replace(
     url, label = tiny
     emb = default_embedder()
     with db.connect(url) as conn:
-        import_notes(conn, read_notes(write(tmp_path, notes_yaml(cite=label))), emb)
+        import_notes(conn, read_notes(write_file(tmp_path, notes_yaml(label))), emb)
     before = fingerprint(url)
-    changed = read_notes(write(tmp_path, notes_yaml("The self is eternal.", label)))
-    other = read_notes(write(tmp_path, notes_yaml(cite=label), "other.yaml"))
+    changed = read_notes(write_file(tmp_path, notes_yaml(label, "The self is eternal.")))
+    other = read_notes(write_file(tmp_path, notes_yaml(label), "other.yaml"))
     with db.connect(url) as conn:
         with pytest.raises(InputError, match="1 notes changed, 0 gone.*--replace"):
             import_notes(conn, changed, emb)
@@ -153,10 +102,10 @@ def test_changed_content_or_another_source_needs_replace(
 def test_replace_removes_notes_gone_from_the_file(tiny: tuple[str, str], tmp_path: Path) -> None:
     url, label = tiny
     emb = default_embedder()
-    one = notes_yaml(cite=label).split("  - key: setting")[0]
+    one = notes_yaml(label).split("  - key: setting")[0]
     with db.connect(url) as conn:
-        import_notes(conn, read_notes(write(tmp_path, notes_yaml(cite=label))), emb)
-        rep = import_notes(conn, read_notes(write(tmp_path, one)), emb, replace=True)
+        import_notes(conn, read_notes(write_file(tmp_path, notes_yaml(label))), emb)
+        rep = import_notes(conn, read_notes(write_file(tmp_path, one)), emb, replace=True)
         assert (rep.written, rep.replaced, rep.removed) == (1, 1, 1)
         assert [n.key for n in list_notes(conn)] == ["eternal-self"]
         units = conn.execute("SELECT count(*) FROM attribution_units").fetchone()[0]
@@ -168,7 +117,7 @@ def test_remove_by_key_or_source_and_an_unknown_key_removes_nothing(
 ) -> None:
     url, label = tiny
     with db.connect(url) as conn:
-        import_notes(conn, read_notes(write(tmp_path, notes_yaml(cite=label))), default_embedder())
+        import_notes(conn, read_notes(write_file(tmp_path, notes_yaml(label))), default_embedder())
         with pytest.raises(InputError, match="no note of that key"):
             remove_notes(conn, "tiny", ["setting", "nope"])
         assert len(list_notes(conn)) == 2

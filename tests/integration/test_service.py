@@ -9,30 +9,12 @@ import pytest
 
 from citegate.core.errors import ConfigError, EmptyCorpus
 from citegate.core.types import Branch
-from citegate.models.embed import default_embedder
 from citegate.pipeline.service import Service
-from citegate.store import db
-from citegate.store.ingest import ingest_corpus
 
 pytestmark = pytest.mark.db
 
-TEXT = (
-    "Arjuna sees his teachers and kinsmen in the opposing army and lays down his bow.\n\n"
-    "Krishna teaches that the self is eternal: it is not born and it does not die.\n"
-)
 
-
-@pytest.fixture()
-def tiny(cli_db: str, tmp_path: Path) -> str:
-    folder = tmp_path / "tiny"
-    folder.mkdir()
-    (folder / "text.txt").write_text(TEXT, encoding="utf-8")
-    with db.connect(cli_db) as conn:
-        ingest_corpus(conn, str(folder), default_embedder(), corpus="tiny", progress=False)
-    return cli_db
-
-
-def test_a_service_retrieves_and_answers_with_the_config_it_names(tiny: str) -> None:
+def test_a_service_retrieves_and_answers_with_the_config_it_names(tiny: tuple[str, str]) -> None:
     with Service.open("design", corpora=["tiny"]) as svc:
         assert svc.choice.source == "design" and svc.choice.config.corpora == ("tiny",)
         res = svc.retrieve("Is the self eternal?")
@@ -42,7 +24,9 @@ def test_a_service_retrieves_and_answers_with_the_config_it_names(tiny: str) -> 
     assert turn.check is not None or turn.branch == Branch.DECLINE
 
 
-def test_production_names_its_own_models_and_an_empty_corpus_is_refused(tiny: str) -> None:
+def test_production_names_its_own_models_and_an_empty_corpus_is_refused(
+    tiny: tuple[str, str],
+) -> None:
     with Service.open() as svc:
         assert svc.choice.source == "production" and svc.reranker.id == svc.choice.config.reranker
         with pytest.raises(EmptyCorpus):  # production's corpus was never ingested here
