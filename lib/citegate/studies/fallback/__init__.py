@@ -13,17 +13,23 @@ drops those rows from every table, rate and metric, `error_table` counts them pe
 `run` holds what touches models, the database and the question files (sampling the questions,
 `run_calls`; the model registry and probe search are `research.models` and `research.probe`,
 shared with the followup and citation studies); `compute` turns the answer rows into tables
-and metrics (pure), `plots` draws them, `report` writes the conclusion. The notebook imports this
-package as `from citegate.studies import fallback as fs`.
+and metrics (pure), among them the fallback role's bar (`BAR`, `bar_table`: per model, passed or
+not), `plots` draws them, `report` writes the conclusion, `artifacts` writes `bar.json`. The
+notebook imports this package as `from citegate.studies import fallback as fs`.
 """
 
 from __future__ import annotations
 
+from citegate.studies.fallback.artifacts import save_bar
 from citegate.studies.fallback.compute import (
+    BAR,
     FallbackQuestions,
     Item,
     adherence_table,
     answer_row,
+    bar_metrics,
+    bar_table,
+    bar_verdicts,
     check_model_errors,
     check_painted,
     config_table,
@@ -40,14 +46,19 @@ from citegate.studies.fallback.compute import (
     scored,
 )
 from citegate.studies.fallback.plots import plot_adherence, plot_cost
-from citegate.studies.fallback.report import conclusion
+from citegate.studies.fallback.report import bar_lines, conclusion
 from citegate.studies.fallback.run import load_questions, record_questions, run_calls
 
 __all__ = [
+    "BAR",
     "FallbackQuestions",
     "Item",
     "adherence_table",
     "answer_row",
+    "bar_lines",
+    "bar_metrics",
+    "bar_table",
+    "bar_verdicts",
     "check_model_errors",
     "check_painted",
     "conclusion",
@@ -65,6 +76,7 @@ __all__ = [
     "questions_table",
     "record_questions",
     "run_calls",
+    "save_bar",
     "scope_by_label",
     "scope_table",
     "scored",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from citegate.studies.fallback.compute import NOT_MEASURED, bar_failures, bar_verdicts
+
 
 def conclusion(
     adherence: pd.DataFrame,
@@ -13,9 +15,10 @@ def conclusion(
     cost: pd.DataFrame,
     painted: float,
     errors: pd.DataFrame | None = None,
+    bar: pd.DataFrame | None = None,
 ) -> str:
     """Markdown conclusion from this run's numbers: every sentence that states a fact is chosen
-    by the measured value it reports."""
+    by the measured value it reports; with `bar` (`bar_table`), each model's bar verdict."""
     n = int(adherence["n"].sum())
     pooled = _pooled_adherence(adherence)
     lines = ["## Conclusion", "", _painted_line(painted, n), *_error_lines(errors)]
@@ -41,7 +44,43 @@ def conclusion(
         )
     lines += _probe_lines(probes) + _cost_lines(cost) + _extreme_cell_lines(adherence)
     lines.append(_guarantee_line(pooled, painted))
+    if bar is not None:
+        lines += ["", "### The fallback bar", "", *bar_lines(bar)]
     return "\n".join(lines)
+
+
+def _criterion_text(r: dict[str, object]) -> str:
+    """One failed criterion: its label and what was measured against the threshold."""
+    return f"{r['label']}: {r['reason']}"
+
+
+def bar_lines(bar: pd.DataFrame) -> list[str]:
+    """Per model, whether it passed the fallback bar and, when not, each failed criterion with its
+    measured value and threshold (an unmeasured one says so); computed from the bar table."""
+    if bar.empty:
+        return ["- No model was judged against the fallback bar."]
+    failures = bar_failures(bar)
+    lines = []
+    for model, passed in bar_verdicts(bar).items():
+        if passed:
+            lines.append(
+                f"- **{model} passed the fallback bar**: every required criterion held (each "
+                "rate on its Wilson 95% lower bound); it may hold the fallback role."
+            )
+            continue
+        if all(r["reason"] == NOT_MEASURED for r in failures[model]):
+            lines.append(
+                f"- **{model} failed the fallback bar**: nothing was measured (no scored answer "
+                "on production's prompt variant, no judged citation). The fallback role does not "
+                "run on it."
+            )
+            continue
+        failed = "; ".join(_criterion_text(r) for r in failures[model])
+        lines.append(
+            f"- **{model} failed the fallback bar**: {failed}. The fallback role does not run "
+            "on it: its offline default answers instead."
+        )
+    return lines
 
 
 def _pooled_adherence(adherence: pd.DataFrame) -> pd.DataFrame:
