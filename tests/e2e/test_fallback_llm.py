@@ -140,24 +140,25 @@ def test_ask_answer_shows_the_branch(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DATABASE_URL", demo_db)
     # A gate that bails out below cosine 0.9 (the bread question's best note has 0.837), so the
-    # turn takes the fallback path whichever config `ask` defaults to.
+    # turn takes the fallback path whichever config `ask` defaults to; the config names a run
+    # whose bar the fallback model passed (else the turn says "I don't know" with pointers).
     config = tmp_path / "bail_out.yaml"
-    save_config(
-        PipelineConfig(sufficient_score=0.95, good_enough_score=0.97, bail_out_score=0.9), config
-    )
+    bail = PipelineConfig(sufficient_score=0.95, good_enough_score=0.97, bail_out_score=0.9)
+    save_config(bail.replace(fallback_bar="04-run"), config)
     ask = ["ask", "How do I bake bread?", "--corpus", "gita", "--config", str(config)]
     assert main([*ask, "--answer", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     turn = out["turn"]
     assert out["decision"] == "insufficient" and len(out["notes"]) == 18
     assert turn["branch"] == "fallback" and turn["corpus_insufficient"] is True
-    assert turn["reason"] == "gate: bail out" and turn["theses"] == []
+    assert turn["reason"].startswith("gate (coverage): max cosine") and turn["theses"] == []
     assert turn["fallback"]["status"] == "ok" and turn["fallback"]["in_scope"] is True
     assert turn["disclaimer"] == EN and turn["text"].startswith(EN + "\n\n")
     assert main([*ask, "--no-fallback"]) == 0
     text = capsys.readouterr().out
-    assert "branch: decline  (corpus insufficient: gate: bail out)" in text
-    assert text.rstrip().endswith(F.NOT_FOUND["en"]) and "painted disclaimer" not in text
+    assert "branch: decline  (corpus insufficient: gate (coverage): max cosine" in text
+    assert "fallback not run: fallback off for this call" in text
+    assert F.NOT_FOUND["en"] in text and "painted disclaimer" not in text
 
 
 # --------------------------------------------------------------------------- notebook 04

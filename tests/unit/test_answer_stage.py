@@ -22,7 +22,7 @@ from citegate.models.llm import ChatClient
 from citegate.pipeline import turn as T
 from citegate.pipeline.claimcheck import check_answer, shown_text
 from citegate.pipeline.compose import ABSTENTION, abstention, closed_book_messages
-from citegate.pipeline.extractive import Sentence, extract, note_sentences, pick
+from citegate.pipeline.extractive import Sentence, extract, note_sentences, pick, pick_lead
 from citegate.pipeline.roles import RoleClients, role_model
 from citegate.pipeline.support import MODES
 
@@ -67,10 +67,46 @@ def test_note_sentences_skip_fragments_too_short_to_claim_anything() -> None:
 
 
 def test_extract_answers_with_the_notes_own_sentences_each_with_its_marker() -> None:
-    composed = extract(EMB, "What does the soul do with worn-out bodies?", [WAR, SOUL], sentences=1)
+    question = "What does the soul do with worn-out bodies?"
+    composed = extract(EMB, question, [WAR, SOUL], sentences=1, policy="nearest")
     assert composed.text.endswith("[2]") and "worn-out bodies" in composed.text
     assert composed.offered == {"1": WAR.text, "2": SOUL.text} and composed.status == "ok"
     assert extract(EMB, "anything", []).status == "no sources"
+
+
+def test_lead_policy_answers_from_the_named_source_alone() -> None:
+    named = make_candidate(
+        3,
+        addr_label="BG 13.20",
+        lanes=("address:exact@r1",),
+        text="Prakriti is said to be the cause of cause and effect in the body. Purusha is the "
+        "cause of the experience of pleasure and pain.",
+    )
+    assert named.pinned and not SOUL.pinned
+    question = "In Chapter 13, Verse 20, what does the soul do with worn-out bodies?"
+    composed = extract(EMB, question, [SOUL, named], sentences=3)
+    assert composed.text.split("\n") == [f"{s} [2]" for s in named.text.split(". ", 1)] or all(
+        line.endswith("[2]") for line in composed.text.split("\n")
+    )
+    assert "[1]" not in composed.text  # the nearer unnamed note is not quoted
+    nearest = extract(EMB, question, [SOUL, named], sentences=3, policy="nearest")
+    assert "[1]" in nearest.text  # what the lead policy replaced
+
+
+def test_lead_policy_starts_from_the_top_ranked_note() -> None:
+    found = [Sentence(1, 0, "a"), Sentence(1, 1, "b"), Sentence(2, 0, "c"), Sentence(3, 0, "d")]
+    # note 1 leads with its nearest sentence (0.5); only sentences at least as near join it
+    assert pick_lead(np.array([0.4, 0.5, 0.7, 0.45]), found, k=3, per_note=2) == [1, 2]
+    # a named note (3) is the only source, even when others are nearer
+    assert pick_lead(np.array([0.9, 0.8, 0.7, 0.1]), found, k=3, per_note=2, named=[3]) == [3]
+    assert pick_lead(np.array([]), [], k=3, per_note=2) == []
+
+
+def test_an_unknown_extract_policy_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown extract policy"):
+        extract(EMB, "q", [SOUL], policy="best")
+    with pytest.raises(ConfigError, match="extract_policy"):
+        PipelineConfig(extract_policy="best")
 
 
 # --------------------------------------------------------------------------- closed book
@@ -210,7 +246,8 @@ def test_generative_abstention_makes_the_corpus_insufficient(
     cfg = PipelineConfig(composer="generative", enable_corpus_fallback=False)
     t, _ = run_turn(monkeypatch, tmp_path, [reply(ABSTENTION["en"])], cfg)
     assert t.corpus_insufficient and t.reason == "composer: abstained" and t.abstained == "exact"
-    assert t.branch == "decline" and t.text == ABSTENTION["en"] and t.check is None
+    assert t.branch == "decline" and t.text.startswith(ABSTENTION["en"]) and t.check is None
+    assert t.text.endswith("not an answer): BG 2.22, BG 1.1.")  # the notes as pointers
 
 
 def test_remove_policy_that_leaves_nothing_makes_the_corpus_insufficient(

@@ -112,6 +112,7 @@ def test_named_configs_carry_their_source_version_and_run(tmp_path: Path) -> Non
         "source": "design",
         "version": None,
         "source_run": None,
+        "edited": False,
     }
     plain = tmp_path / "plain.yaml"
     save_config(DESIGN.replace(sufficient_score=0.7), plain)
@@ -119,7 +120,11 @@ def test_named_configs_carry_their_source_version_and_run(tmp_path: Path) -> Non
         "source": str(plain),
         "version": None,
         "source_run": None,
+        "edited": False,
     }
+    edited = prod.with_config(prod.config.replace(extract_sentences=2))
+    assert edited.edited and "with values changed after loading" in edited.label()
+    assert not prod.with_config(prod.config).edited
     assert named(str(plain)).config.sufficient_score == 0.7
     copy = tmp_path / "prod-copy.yaml"
     copy.write_text(PRODUCTION.read_text(encoding="utf-8"), encoding="utf-8")

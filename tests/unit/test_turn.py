@@ -20,7 +20,9 @@ from citegate.pipeline import fallback as F
 from citegate.pipeline import turn as T
 
 EN = F.DISCLAIMERS["en"]
-OUTLINE = PipelineConfig(composer="outline")  # these tests follow the outline planner's branches
+# These tests follow the outline planner's branches; the fallback model runs as if it had passed
+# notebook 04's bar (a config naming no passing run says "I don't know" instead: tested below).
+OUTLINE = PipelineConfig(composer="outline", fallback_bar="04-run")
 EMB = default_embedder()  # the claim check's scorer
 
 
@@ -69,7 +71,7 @@ def test_malformed_json_still_completes_with_painted_disclaimer(
     t, requests, client = turn(
         monkeypatch, tmp_path, [reply('{"in_scope": true, "answer": "Arjuna, }')], fake
     )
-    assert t.branch == "fallback" and t.corpus_insufficient and t.reason == "gate: bail out"
+    assert t.branch == "fallback" and t.corpus_insufficient and t.reason == "gate: insufficient"
     assert t.fallback is not None and t.fallback.status.startswith("parse_failure")
     assert len(requests) == 2  # the reply and one repair; the gate's bail-out skipped the outline
     assert client.usage.parse_failures == 1 and t.usage["calls"] == 2
@@ -136,7 +138,7 @@ def test_outline_with_theses_is_grounded(monkeypatch: pytest.MonkeyPatch, tmp_pa
 def test_fallback_switch_per_call_overrides_the_config(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    off = PipelineConfig(enable_corpus_fallback=False)
+    off = PipelineConfig(enable_corpus_fallback=False, fallback_bar="04-run")
     t, requests, _ = turn(
         monkeypatch, tmp_path, [reply(MEMORY_REPLY)], FakeRetrieval("insufficient"), cfg=off
     )
@@ -196,3 +198,47 @@ def test_a_server_that_dies_mid_turn_is_a_model_error(
     assert t.outline_status == "ok" and t.theses == ()  # the planner answered: nothing supports it
     assert t.branch == "error" and "Connection" in t.model_error  # then the fallback's server died
     assert t.model_error.startswith("fallback:")
+
+
+def test_no_passing_bar_says_i_dont_know_with_pointers_and_calls_no_model(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    cfg = PipelineConfig(composer="outline", fallback_admission=0.7)  # no fallback_bar
+    notes = [verse(1, 0.65), verse(2, 0.82), verse(3, 0.74), verse(4, 0.9), verse(5, 0.71)]
+    t, requests, _ = turn(monkeypatch, tmp_path, [], FakeRetrieval("insufficient", notes), cfg=cfg)
+    assert t.branch == "decline" and requests == [] and t.fallback is None
+    assert t.fallback_skipped == "the fallback model has passed no bar (notebook 04)"
+    # the first three notes at the floor, in the notes' (reranker's) order, never numbered
+    assert [c.addr_label for c in t.pointers] == ["BG 2.2", "BG 2.3", "BG 2.4"]
+    assert t.text == F.NOT_FOUND["en"] + "\n" + (
+        "The sources touch on this (pointers to read, not an answer): BG 2.2, BG 2.3, BG 2.4."
+    )
+    assert "[1]" not in t.text and t.check is None and t.admitted == ()
+
+
+def test_no_note_at_the_floor_leaves_i_dont_know_alone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    cfg = PipelineConfig(composer="outline", fallback_admission=0.95)
+    fake = FakeRetrieval("insufficient", [verse(1, 0.9)])
+    t, _, _ = turn(monkeypatch, tmp_path, [], fake, "Кто сомневается в Кришне?", cfg=cfg)
+    assert t.pointers == () and t.text == F.NOT_FOUND["ru"]
+
+
+def test_an_unsearchable_probe_is_dropped_not_raised_as_the_question(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def strict(conn: Any, text: str, cfg: Any, emb: Any, rr: Any) -> RetrievalResult:
+        from citegate.pipeline.plan import clean_question
+
+        clean_question(text)  # what the real retrieval does first: raises on "] {"
+        return fake(conn, text, cfg, emb, rr)
+
+    fake = FakeRetrieval("insufficient", hits=[verse(1, 0.9)])
+    bad = {**MEMORY_REPLY, "search_queries": ["] {", "Arjuna doubt", "}"]}
+    monkeypatch.setattr(T, "retrieve", strict)
+    with stub_server([reply(bad)]) as stub:
+        client = client_for(stub, tmp_path)
+        t = T.answer_turn(None, "Who doubts Krishna?", OUTLINE, EMB, None, client)  # type: ignore[arg-type]
+    assert t.branch == "fallback" and not t.model_error
+    assert "Arjuna doubt" in t.probes and "] {" not in fake.calls

@@ -85,6 +85,7 @@ def collection_mismatch(have: Mapping[str, Any], want: Mapping[str, Any]) -> dic
 GATES = ("coverage", "two_scale", "learned")
 # Who writes a grounded answer (`PipelineConfig.composer`) and what an unsupported claim gets.
 COMPOSERS = ("extractive", "generative", "outline")
+EXTRACT_POLICIES = ("lead", "nearest")
 CLAIM_POLICIES = ("flag", "remove")
 SUPPORT_MODES = tuple(f"{r}-{u}" for r in ("qp", "qq", "pp") for u in ("note", "sentence"))
 # A boost note adds at most this to a rerank score (the LTR reranker's scores span about 0-1).
@@ -149,8 +150,13 @@ class PipelineConfig:
     # always (every round up to max_fanout_rounds: the lanes of both rounds run in one statement
     # at collection anyway, so round two costs no retrieve time, only the cut).
     fanout: str = "gate"
-    fallback_admission: float = 0.5  # fallback probes admit chunks with cosine >= this
+    # Fallback probes admit, and an "I don't know" shows as pointers, passages with cosine >=
+    # this (notebook 08 certifies it to a precision in the embedder's own scale).
+    fallback_admission: float = 0.5
     enable_corpus_fallback: bool = True
+    # The notebook 04 run whose bar the fallback model passed ("": none has, so an insufficient
+    # corpus gets "I don't know" with pointers instead of the model; a call may still ask for it).
+    fallback_bar: str = ""
     arm: str = "production"  # pipeline variant: production | rrf_hybrid (comparison arm)
     rrf_k: int = 50  # RRF arm: reciprocal rank fusion constant
     rrf_dense_threshold: float = 0.45  # RRF arm: dense hits below this cosine are not fused
@@ -176,6 +182,10 @@ class PipelineConfig:
     composer: str = "extractive"
     composer_temperature: float = 0.1  # 0.0 makes small open models repeat themselves
     extract_sentences: int = 3  # extractive composer: sentences in the answer
+    # EXTRACT_POLICIES (`pipeline.extractive`): lead (the named sources alone, else the
+    # top-ranked note's sentence first and only sentences as near the question from the others)
+    # | nearest (the sentences nearest the question from any of the shown notes).
+    extract_policy: str = "lead"
     # Claim check: a claim is supported when a note it cites scores >= support_threshold, the
     # score computed as support_mode says (SUPPORT_MODES, `pipeline.support`: qp-note is the
     # design's claim-as-query against the whole chunk); what an unsupported claim gets
@@ -256,6 +266,7 @@ class PipelineConfig:
             f"{k} must be one of {', '.join(allowed)}, got {getattr(self, k)!r}"
             for k, allowed in (
                 ("composer", COMPOSERS),
+                ("extract_policy", EXTRACT_POLICIES),
                 ("unsupported_claims", CLAIM_POLICIES),
                 ("support_mode", SUPPORT_MODES),
             )
@@ -529,18 +540,32 @@ class NamedConfig:
     source: str
     version: int | None = None
     source_run: str | None = None
+    edited: bool = False  # values changed after loading (`with_config`): not the file as is
 
     def describe(self) -> dict[str, Any]:
-        """{source, version, source_run}: what `citegate ask --json` reports under "config"."""
-        return {"source": self.source, "version": self.version, "source_run": self.source_run}
+        """{source, version, source_run, edited}: what `citegate ask --json` reports under
+        "config"."""
+        return {
+            "source": self.source,
+            "version": self.version,
+            "source_run": self.source_run,
+            "edited": self.edited,
+        }
+
+    def with_config(self, config: PipelineConfig) -> NamedConfig:
+        """The same origin with `config` in place of its own, marked edited when it differs."""
+        edited = self.edited or config != self.config
+        return NamedConfig(config, self.source, self.version, self.source_run, edited)
 
     def label(self) -> str:
         """One line for a person: which config, its version and the run it was promoted from."""
         if self.source == "design":
             return "design (the design numbers, core.config.DESIGN; not production)"
+        edited = ", with values changed after loading" if self.edited else ""
         if self.version is None:
-            return self.source
-        return f"{self.source} (version {self.version}, source run {self.source_run or 'unknown'})"
+            return self.source + (f" ({edited[2:]})" if edited else "")
+        run = self.source_run or "unknown"
+        return f"{self.source} (version {self.version}, source run {run}{edited})"
 
 
 def named(name: str | Path) -> NamedConfig:

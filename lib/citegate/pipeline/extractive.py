@@ -1,18 +1,28 @@
 """The extractive composer: an answer made of the notes' own sentences, faithful by construction.
 
-The sentences of the first `max_notes` notes are ranked by the embedder against the question
-(the question as a query, each sentence as a passage: one batched call), the best `sentences`
-are kept (at most `per_note` from one note, so the answer draws on several sources when it can),
-and they are written back in the notes' order, each followed by its note's marker `[n]`. Nothing
-is generated, so no claim can say what its note does not; the claim check still runs on it, as
-on every answer. A sentence needs `MIN_WORDS` words: a verse number or a heading is no claim;
-a paragraph break ends a sentence.
+The sentences of the first `max_notes` notes are scored by the embedder against the question
+(the question as a query, each sentence as a passage: one batched call). Which sentences are kept
+is the policy's (`EXTRACT_POLICIES`, `PipelineConfig.extract_policy`):
+
+- `lead` (production): the reranker is the chooser and a named address is what the user asked
+  about. When the question names sources (pinned notes), the answer is drawn from those notes
+  alone; otherwise the top-ranked note leads with its sentence nearest the question, and another
+  note's sentence joins only when it is at least as near the question as that lead sentence
+  (it responds as well). Measured by notebook 08: among answered gita questions, the share
+  citing only other verses than the one asked about.
+- `nearest`: the `sentences` nearest the question from any shown note, whatever its rank (the
+  composer the lead policy replaced; kept as 08's comparison).
+
+At most `per_note` sentences come from one note; they are written back in the notes' order, each
+followed by its note's marker `[n]`. Nothing is generated, so no claim can say what its note does
+not; the claim check still runs on it, as on every answer. A sentence needs `MIN_WORDS` words: a
+verse number or a heading is no claim; a paragraph break ends a sentence.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +33,7 @@ from citegate.models.embed import Embedder
 from citegate.pipeline.compose import Composed
 
 MIN_WORDS = 4
+EXTRACT_POLICIES = ("lead", "nearest")
 MAX_NOTES = 5  # the notes shown to every composer (the outline planner's too)
 # A blank line ends a sentence: a verse's translation and its IAST text are two paragraphs.
 _PARAGRAPH = re.compile(r"\n\s*\n")
@@ -49,17 +60,59 @@ def note_sentences(notes: Sequence[Candidate], max_notes: int = MAX_NOTES) -> li
 
 def pick(scores: np.ndarray, sentences: Sequence[Sentence], k: int, per_note: int) -> list[int]:
     """Indices of the `k` best-scoring sentences (ties by note order), at most `per_note` from
-    one note, returned in the notes' order."""
+    one note, returned in the notes' order (the `nearest` policy)."""
+    return _in_note_order(_greedy(scores, sentences, range(len(sentences)), k, per_note), sentences)
+
+
+def pick_lead(
+    scores: np.ndarray,
+    sentences: Sequence[Sentence],
+    k: int,
+    per_note: int,
+    named: Sequence[int] = (),
+) -> list[int]:
+    """The `lead` policy's sentences (see the module docstring): from the `named` notes alone
+    when the question names any that have sentences, else the lead note's nearest sentence
+    (the lowest-numbered note with a sentence) plus the other notes' sentences scoring at least
+    as high, best first, `k` in all, at most `per_note` a note; in the notes' order."""
+    allowed = [i for i, s in enumerate(sentences) if s.note in set(named)]
+    if allowed:
+        return _in_note_order(_greedy(scores, sentences, allowed, k, max(per_note, k)), sentences)
+    if not sentences:
+        return []
+    lead = min(s.note for s in sentences)
+    own = [i for i, s in enumerate(sentences) if s.note == lead]
+    first = max(own, key=lambda j: (float(scores[j]), -j))
+    bar = float(scores[first])
+    rest = [i for i, s in enumerate(sentences) if i != first and float(scores[i]) >= bar]
+    taken = [first, *_greedy(scores, sentences, rest, k - 1, per_note, {lead: 1})]
+    return _in_note_order(taken, sentences)
+
+
+def _greedy(
+    scores: np.ndarray,
+    sentences: Sequence[Sentence],
+    allowed: Iterable[int],
+    k: int,
+    per_note: int,
+    used: dict[int, int] | None = None,
+) -> list[int]:
+    """Up to `k` of the `allowed` indices, best score first (ties by index), at most `per_note`
+    from one note counting the `used` ones."""
     taken: list[int] = []
-    per: dict[int, int] = {}
-    for i in sorted(range(len(sentences)), key=lambda j: (-float(scores[j]), j)):
+    per = dict(used or {})
+    for i in sorted(allowed, key=lambda j: (-float(scores[j]), j)):
+        if len(taken) >= k:
+            break
         note = sentences[i].note
         if per.get(note, 0) < per_note:
             taken.append(i)
             per[note] = per.get(note, 0) + 1
-        if len(taken) == k:
-            break
-    return sorted(taken, key=lambda j: (sentences[j].note, sentences[j].position))
+    return taken
+
+
+def _in_note_order(indices: Iterable[int], sentences: Sequence[Sentence]) -> list[int]:
+    return sorted(indices, key=lambda j: (sentences[j].note, sentences[j].position))
 
 
 def extract(
@@ -70,10 +123,14 @@ def extract(
     sentences: int = 3,
     max_notes: int = MAX_NOTES,
     per_note: int = 2,
+    policy: str = "lead",
 ) -> Composed:
-    """The extractive answer: one line per chosen sentence, `<sentence> [n]`. `offered` maps
-    every shown note's number to its full text. No notes, or none with a sentence, is an
-    empty answer with status `no sources` (the turn then has nothing to say from the corpus)."""
+    """The extractive answer: one line per chosen sentence, `<sentence> [n]`, chosen by `policy`
+    (`lead` or `nearest`; the module docstring says how). `offered` maps every shown note's
+    number to its full text. No notes, or none with a sentence, is an empty answer with status
+    `no sources` (the turn then has nothing to say from the corpus)."""
+    if policy not in EXTRACT_POLICIES:
+        raise ValueError(f"unknown extract policy {policy!r}; known: {EXTRACT_POLICIES}")
     shown = list(notes[:max_notes])
     offered = {str(n): c.text for n, c in enumerate(shown, 1)}
     found = note_sentences(shown, max_notes)
@@ -81,9 +138,22 @@ def extract(
         return Composed("", offered, CallStatus.NO_SOURCES.value)
     query = embedder.embed_queries([question])[0]
     scores = embedder.embed_passages([s.text for s in found]) @ query
-    chosen = pick(np.asarray(scores), found, sentences, per_note)
+    if policy == "lead":
+        named = [n for n, c in enumerate(shown, 1) if c.pinned]
+        chosen = pick_lead(np.asarray(scores), found, sentences, per_note, named)
+    else:
+        chosen = pick(np.asarray(scores), found, sentences, per_note)
     text = "\n".join(f"{found[i].text} [{found[i].note}]" for i in chosen)
     return Composed(text, offered, CallStatus.OK.value)
 
 
-__all__ = ["MAX_NOTES", "MIN_WORDS", "Sentence", "extract", "note_sentences", "pick"]
+__all__ = [
+    "EXTRACT_POLICIES",
+    "MAX_NOTES",
+    "MIN_WORDS",
+    "Sentence",
+    "extract",
+    "note_sentences",
+    "pick",
+    "pick_lead",
+]

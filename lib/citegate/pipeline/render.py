@@ -158,12 +158,18 @@ def render_turn(turn: Turn) -> str:
     if turn.models:
         roles = ", ".join(f"{r} {m}" for r, m in turn.models.items())
         lines.append(f"role models (each started only if its role runs): {roles}")
+    if turn.fallback_skipped:
+        lines.append(f"fallback not run: {turn.fallback_skipped}")
+    for d in turn.dropped:
+        lines.append(f"dropped model output: {d}")
     if turn.fallback is not None:
         fa = turn.fallback
         lines.append(f"fallback model: {fa.model}  variant {fa.variant}  parse {fa.status}")
         lines.append(f"in scope (model): {fa.in_scope}")
     if turn.disclaimer:
         lines.append(f"painted disclaimer: {turn.disclaimer}")
+    for c in turn.pointers:
+        lines.append(f"pointer [{c.kind}] {where(c)}  cos={c.score:.3f} (not cited)")
     if turn.probes:
         lines.append("probes: " + " | ".join(turn.probes))
         lines.append(f"admitted citations: {len(turn.admitted)} (first 8 shown)")
@@ -234,6 +240,12 @@ def turn_dict(turn: Turn) -> dict[str, object]:
         "text": turn.text,
         "disclaimer": turn.disclaimer,
         "probes": list(turn.probes),
+        "dropped": list(turn.dropped),
+        "fallback_skipped": turn.fallback_skipped,
+        "pointers": [
+            {"fragment_id": c.fragment_id, "address": where(c), "score": c.score}
+            for c in turn.pointers
+        ],
         "admitted": [
             {"fragment_id": c.fragment_id, "address": where(c), "score": c.score}
             for c in turn.admitted

@@ -36,6 +36,21 @@ def role_model(cfg: PipelineConfig, role: str, override: str | None = None) -> s
     return None if name == "none" else name
 
 
+def runnable_roles(cfg: PipelineConfig, fallback: bool | None = None) -> tuple[str, ...]:
+    """The roles a turn under `cfg` can run: the query planner when it is `llm`, the outline
+    planner or the composer when the composer is theirs, the fallback when it may run
+    (`fallback`: the per-call choice; None: enabled and its model passed notebook 04's bar)."""
+    can = {
+        "planner": cfg.planner == "llm",
+        "outline": cfg.composer == "outline",
+        "composer": cfg.composer == "generative",
+        "fallback": bool(cfg.enable_corpus_fallback and cfg.fallback_bar)
+        if fallback is None
+        else fallback,
+    }
+    return tuple(r for r in ROLES if can[r])
+
+
 class RoleClients:
     """The chat client of each role, made lazily and shared between roles naming one model.
 
@@ -102,4 +117,4 @@ class RoleClients:
         self.close()
 
 
-__all__ = ["ROLES", "RoleClients", "role_model"]
+__all__ = ["ROLES", "RoleClients", "role_model", "runnable_roles"]

@@ -31,7 +31,7 @@ from citegate.models.rerank import Reranker
 from citegate.pipeline.llm_calls import DEFAULT_OPTIONS, CallOptions
 from citegate.pipeline.plan import Planner, make_planner
 from citegate.pipeline.retrieve import RetrievalResult, retrieve
-from citegate.pipeline.roles import RoleClients
+from citegate.pipeline.roles import RoleClients, runnable_roles
 from citegate.pipeline.turn import Turn, answer_turn
 from citegate.store.db import connect
 from citegate.store.production import (
@@ -131,7 +131,8 @@ class Service:
             self.conn, question, self.choice.config, self.embedder, self.reranker, self.roles,
             enable_fallback=fallback, options=options,
         )  # fmt: skip
-        turn.models = self.roles.models()
+        runs = runnable_roles(self.choice.config, fallback)
+        turn.models = {r: m for r, m in self.roles.models().items() if r in runs}
         return turn
 
 

@@ -8,6 +8,13 @@ goes through the claim check (`claimcheck`): each claim against the notes it cit
 on the turn and shown, the policy deciding whether an unsupported claim is flagged or removed.
 A composer that abstains, or an answer the check leaves empty, makes the corpus insufficient.
 
+On an insufficient corpus the fallback model runs only when the config enables it and names the
+notebook 04 run whose bar its model passed (`PipelineConfig.fallback_bar`), or when a caller asks
+for it on one call; otherwise the turn says "I don't know" in the user's language with the
+nearest notes as pointers (`pointers`), never numbered as an answer's citations. A fallback probe
+that cannot be searched (empty, symbols only: model output is untrusted) is dropped and recorded
+on the turn (`dropped`), never raised as the user's question.
+
 A failed model call (server down, HTTP error) is model *error*, not model behaviour: the turn's
 branch is `error` and its reason `model error (...): ...`, never "corpus insufficient"; `citegate
 ask` exits non-zero on it. Every entry point takes the question through `clean_question` first.
@@ -21,7 +28,7 @@ from dataclasses import dataclass, field
 import psycopg
 
 from citegate.core.config import PipelineConfig
-from citegate.core.errors import is_model_error
+from citegate.core.errors import QuestionError, is_model_error
 from citegate.core.text import detect_language
 from citegate.core.types import Branch, CallStatus, Candidate, Decision, RetrievalResult, Status
 from citegate.models.embed import Embedder
@@ -34,6 +41,7 @@ from citegate.pipeline.fallback import NOT_FOUND, FallbackAnswer, fallback_turn,
 from citegate.pipeline.llm_calls import DEFAULT_OPTIONS, CallOptions
 from citegate.pipeline.outline import Outline, outline_call
 from citegate.pipeline.plan import clean_question
+from citegate.pipeline.pointers import nearest, pointer_line
 from citegate.pipeline.render import where
 from citegate.pipeline.retrieve import retrieve
 from citegate.pipeline.roles import RoleClients
@@ -69,6 +77,9 @@ class Turn:
     abstained: str = ""  # "exact" | "inexact" when the composer abstained (`compose.abstention`)
     check: AnswerCheck | None = None
     models: dict[str, str] = field(default_factory=dict)
+    pointers: tuple[Candidate, ...] = ()  # "I don't know": the nearest notes, never cited
+    fallback_skipped: str = ""  # why the fallback model did not run on an insufficient corpus
+    dropped: tuple[str, ...] = ()  # model output dropped before it re-entered the pipeline
 
     def fail(self, stage: str, status: str) -> None:
         """Mark the turn as failed by a model call of `stage` (its `llm_error: ...` status)."""
@@ -112,19 +123,47 @@ def answer_turn(
     turn = Turn(question, lang, Branch.GROUNDED, False, "", res.decision, res.notes, (), "")
     turn.retrieval, turn.composer = res, cfg.composer
     if res.decision == Decision.INSUFFICIENT:
-        turn.outline_status = f"{CallStatus.SKIPPED}: gate bailed out"
-        why = "gate: bail out"
+        why = gate_insufficient(res)
+        turn.outline_status = f"{CallStatus.SKIPPED}: {why}"
     else:
         why = _answer(turn, cfg, embedder, roles, options)
     if why and not turn.model_error:
         turn.corpus_insufficient, turn.reason = True, why
-        enabled = cfg.enable_corpus_fallback if enable_fallback is None else enable_fallback
-        if enabled:
+        skipped = fallback_skipped(cfg, enable_fallback)
+        if not skipped:
             _take_fallback(turn, conn, cfg, embedder, reranker, roles("fallback"), options)
         else:
-            turn.branch, turn.text = Branch.DECLINE, NOT_FOUND[lang]
+            not_found(turn, cfg, skipped)
     turn.usage = _usage_delta(before, roles.usage())
     return turn
+
+
+def gate_insufficient(res: RetrievalResult) -> str:
+    """Why the gate found the corpus insufficient, as the gate that decided says it."""
+    by = res.decided_by
+    return f"gate ({by.kind}): {by.reason}" if by is not None else "gate: insufficient"
+
+
+def fallback_skipped(cfg: PipelineConfig, enable_fallback: bool | None) -> str:
+    """Why the fallback model does not run on an insufficient corpus ("" when it runs): off for
+    this call or in the config, or its model has passed no notebook 04 bar. A caller's explicit
+    `enable_fallback=True` runs it whatever the bar (research: notebook 04 measures it so)."""
+    if enable_fallback is not None:
+        return "" if enable_fallback else "fallback off for this call"
+    if not cfg.enable_corpus_fallback:
+        return "fallback off in the config"
+    if not cfg.fallback_bar:
+        return "the fallback model has passed no bar (notebook 04)"
+    return ""
+
+
+def not_found(turn: Turn, cfg: PipelineConfig, skipped: str) -> None:
+    """The honest "I don't know": the fixed sentence in the user's language, then the nearest
+    notes at the certified floor as pointers (never numbered as citations)."""
+    turn.branch, turn.fallback_skipped = Branch.DECLINE, skipped
+    turn.pointers = nearest(turn.notes, cfg.fallback_admission)
+    line = pointer_line(turn.pointers, turn.lang)
+    turn.text = f"{NOT_FOUND[turn.lang]}\n{line}" if line else NOT_FOUND[turn.lang]
 
 
 @dataclass(frozen=True)
@@ -156,7 +195,10 @@ def _compose(
     the outline planner wrote it. Curated memory notes (`framing`) reach the generative
     composer as unnumbered background; the extractive and outline composers quote notes only."""
     if cfg.composer == "extractive":
-        return extract(embedder, question, notes, sentences=cfg.extract_sentences), None
+        composed = extract(
+            embedder, question, notes, sentences=cfg.extract_sentences, policy=cfg.extract_policy
+        )
+        return composed, None
     if cfg.composer == "generative":
         texts = [c.text for c in notes]
         return compose_closed_book(
@@ -259,8 +301,14 @@ def _take_fallback(
     answer's claims are checked against the admitted citations and recorded (flag policy: the
     painted disclaimer already says the answer is not from the trusted sources)."""
 
+    dropped: list[str] = []
+
     def search(probe: str) -> Sequence[Candidate]:
-        return retrieve(conn, probe, cfg, embedder, reranker).notes  # type: ignore[arg-type]
+        try:
+            return retrieve(conn, probe, cfg, embedder, reranker).notes  # type: ignore[arg-type]
+        except QuestionError as exc:  # model output: dropped, never the user's question
+            dropped.append(f"probe {probe[:40]!r}: {exc}")
+            return ()
 
     fb = fallback_turn(
         client,
@@ -272,6 +320,7 @@ def _take_fallback(
     )
     turn.branch, turn.text, turn.disclaimer = fb.branch, fb.text, fb.disclaimer
     turn.probes, turn.admitted, turn.fallback = fb.probes, fb.admitted, fb.answer
+    turn.dropped = (*turn.dropped, *dropped)
     if fb.branch == Branch.ERROR:
         turn.fail("fallback", fb.answer.status)
     elif fb.branch == Branch.FALLBACK and fb.answer.answer:
@@ -284,7 +333,10 @@ __all__ = [
     "Turn",
     "answer_turn",
     "checked",
+    "fallback_skipped",
+    "gate_insufficient",
     "grounded_answer",
+    "not_found",
     "note_labels",
     "outline_text",
 ]

@@ -44,7 +44,9 @@ def bench_answer(
     for q in questions:
         res, t_r = timed(lambda q=q: retrieve(conn, q, cfg, warm, rr))
         composed, t_c = timed(
-            lambda q=q, res=res: extract(fresh, q, res.notes, sentences=cfg.extract_sentences)
+            lambda q=q, res=res: extract(
+                fresh, q, res.notes, sentences=cfg.extract_sentences, policy=cfg.extract_policy
+            )
         )
         check, t_k = timed(lambda c=composed: checked(c.text, c.offered, cfg, fresh))
         retrieve_s.append(t_r)
@@ -67,7 +69,13 @@ def bench_answer(
     }
 
 
-ANSWER_KEYS = ("extract_sentences", "support_mode", "support_threshold", "unsupported_claims")
+ANSWER_KEYS = (
+    "extract_sentences",
+    "extract_policy",
+    "support_mode",
+    "support_threshold",
+    "unsupported_claims",
+)
 
 
 def answer_settings(cfg: PipelineConfig) -> dict[str, Any]:
