@@ -187,9 +187,15 @@ def test_every_shipped_experiment_loads_and_arms_select_their_pipeline() -> None
 # Specs measured on production's pipeline (05: the gate it recommends must be fit on the notes
 # production hands it, or its promotion would revert the retrieval; 06: its composers answer over
 # production's notes and its recommendation changes production's answer stage alone; 07: its
-# recommendation turns curated memory on over production's retrieval);
+# recommendation turns curated memory on over production's retrieval; 08: production's whole
+# turn, its recommendation production's own config with the certified pointer floor);
 # re-measured at a promotion.
-ON_PRODUCTION = {"05_gate_signals", "06_answer_faithfulness", "07_curated_memory"}
+ON_PRODUCTION = {
+    "05_gate_signals",
+    "06_answer_faithfulness",
+    "07_curated_memory",
+    "08_end_to_end",
+}
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)

@@ -128,8 +128,8 @@ def _ci(r: dict[str, float]) -> str:
 
 def _put(out: dict[str, float], name: str, hits: pd.Series, units: pd.Series, n_boot: int) -> None:
     """`name` (a rate), `name.ci_low/.ci_high` (clustered by group) and `name.n`."""
-    if len(hits) == 0:
-        out[name], out[f"{name}.n"] = float("nan"), 0.0
+    if len(hits) == 0:  # a rate over nothing is no number: left out, its count kept
+        out[f"{name}.n"] = 0.0
         return
     lo, hi = cluster_rate_ci(hits.to_numpy(float), units.to_numpy(), n_boot)
     out[name] = float(hits.mean())
@@ -184,6 +184,11 @@ def _answer_metrics(out: dict[str, float], name: str, g: pd.DataFrame, n_boot: i
         _put(
             out, f"answer_rate.{name}{suffix}", h["outcome"].isin(OUTCOMES[:2]), h["group"], n_boot
         )
+
+
+def finite(metrics: dict[str, float]) -> dict[str, float]:
+    """The metrics that are numbers (a rate over an empty slice is NaN and is not recorded)."""
+    return {k: float(v) for k, v in metrics.items() if np.isfinite(v)}
 
 
 def policy_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -308,6 +313,7 @@ __all__ = [
     "TurnRow",
     "certify_floor",
     "check_errors",
+    "finite",
     "floor_sweep",
     "frame",
     "headline",

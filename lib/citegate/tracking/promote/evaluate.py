@@ -1,17 +1,30 @@
 """Evaluating a config for promotion: its guard metrics on the test split (cached traces, replayed),
-and the certificate guard, the certified false-answer bounds a recommendation carries."""
+and the certificate guard, the certified false-answer bounds a recommendation carries.
+
+Every answerable question the gate answers is also composed and checked as the turn does
+(`turn.grounded_answer` over its replayed final notes, the config's extractive composer and claim
+check), so `wrong_source_share` (answered, citing no gold source) is guarded like the false-answer
+rates: a config that answers from the wrong source more often is refused. A config whose composer
+needs a model (generative, outline) is not composed here: the metric is then absent."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from citegate.core.config import PipelineConfig
 from citegate.core.errors import ConfigError
+from citegate.core.text import detect_language
+from citegate.core.types import Candidate
+from citegate.models.embed import Embedder, default_embedder
 from citegate.models.gate_model import LearnedGate
 from citegate.pipeline.decide import learned_decision
+from citegate.pipeline.fallback import supported
+from citegate.pipeline.retrieve import replay
+from citegate.pipeline.roles import RoleClients
 from citegate.pipeline.signals import index_facts
+from citegate.pipeline.turn import grounded_answer
 from citegate.research.study import StudySet, load_study
 from citegate.store.db import connect
 from citegate.store.production import load_gate
@@ -53,12 +66,63 @@ def evaluate(
                 qid: Outcome(r.decision == "answer", r.max_score, tuple(r.notes))
                 for qid, r in s.replay_summaries(cfg).items()
             }
+        wrong = _wrong_sources(s, cfg, outcomes)
         for q in s.questions:
             o = outcomes[q.id]
             gold = set(s.gold.get(q.id, ()))
             hit = any(fid in gold for fid in o.notes) if gold else None
-            rows.append(EvalRow(q.label, q.language, q.group, o.answered, o.signal, hit))
+            rows.append(
+                EvalRow(
+                    q.label, q.language, q.group, o.answered, o.signal, hit,
+                    wrong.get(q.id), q.mentions_address,
+                )
+            )  # fmt: skip
     return compute_metrics(rows, n_boot=n_boot)
+
+
+def _wrong_sources(
+    s: StudySet, cfg: PipelineConfig, outcomes: Mapping[str, Outcome]
+) -> dict[str, bool]:
+    """Question id -> whether the extractive answer to an answered answerable question cites
+    only other sources than its gold (composed and checked as the turn does); empty for a
+    composer that needs a model."""
+    if cfg.composer != "extractive":
+        return {}
+    cfg = cfg.replace(corpora=[s.corpus])
+    asked = [q for q in s.questions if q.label == "answerable" and outcomes[q.id].answered]
+    results = {q.id: replay(s.traces[q.id], cfg) for q in asked}
+    need = sorted({n.fragment_id for r in results.values() for n in r.notes if not n.text})
+    with connect() as conn:
+        texts = fragment_texts(conn, need) if need else {}
+    emb = default_embedder()
+    out = {}
+    with RoleClients(cfg) as roles:  # the extractive composer starts no model
+        for q in asked:
+            notes = [_with_text(n, texts) for n in results[q.id].notes]
+            gold = set(s.gold.get(q.id, ()))
+            out[q.id] = not _cites_gold(q.text, notes, gold, cfg, emb, roles)
+    return out
+
+
+def _with_text(c: Candidate, texts: Mapping[int, str]) -> Candidate:
+    return c if c.text else replace(c, text=texts.get(c.fragment_id, ""))
+
+
+def _cites_gold(
+    question: str,
+    notes: list[Candidate],
+    gold: set[int],
+    cfg: PipelineConfig,
+    emb: Embedder,
+    roles: RoleClients,
+) -> bool:
+    """Whether a kept claim of the turn's answer over `notes` cites a gold fragment."""
+    lang = supported(detect_language(question))
+    g, _ = grounded_answer(question, lang, notes, cfg, emb, roles)
+    if g.check is None:
+        return False
+    by_number = {str(n): c.fragment_id for n, c in enumerate(notes, 1)}
+    return any(by_number.get(k) in gold for v in g.check.kept for k in v.cited)
 
 
 @dataclass(frozen=True)
