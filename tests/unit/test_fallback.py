@@ -25,7 +25,8 @@ def test_paint_always_carries_the_exact_disclaimer(lang: str, answer: str) -> No
 
 def test_disclaimers_per_language_fall_back_to_english() -> None:
     assert F.disclaimer_for("ru") == RU != EN
-    assert F.disclaimer_for("hi") == EN == F.disclaimer_for("")
+    assert F.disclaimer_for("hi") == F.DISCLAIMERS["hi"] != EN
+    assert F.disclaimer_for("xx") == EN == F.disclaimer_for("")
 
 
 @pytest.mark.parametrize(
@@ -58,7 +59,9 @@ def test_detect_language() -> None:
     assert F.detect_language("Почему Арджуна не хочет сражаться?") == "ru"
     assert F.detect_language("Что значит dharma?") == "ru"
     assert F.detect_language("What does 'дхарма' mean?") == "en"
-    assert F.detect_language("कर्म क्या है?") == "en"  # no Hindi disclaimer: English
+    assert F.detect_language("कर्म क्या है?") == "hi"
+    assert F.detect_language("What does कर्म mean in the Gita?") == "en"  # more Latin letters
+    assert F.detect_language("中文问题") == "en"  # no fixed strings: English
     assert F.detect_language("") == "en"
 
 

@@ -9,7 +9,7 @@ from citegate.pipeline import fallback, lanes, plan
 def test_detect_language_is_the_disclaimer_rule() -> None:
     assert text.detect_language("Что значит dharma?") == "ru"
     assert text.detect_language("What does 'дхарма' mean?") == "en"
-    assert text.detect_language("कर्म क्या है?") == "en"
+    assert text.detect_language("कर्म क्या है?") == "hi"
     assert text.detect_language("") == "en"
     assert fallback.detect_language is text.detect_language
 

@@ -1,7 +1,7 @@
 """Plain-text helpers shared by every layer: script-based language guesses and stopword lists.
 
 Two language rules exist on purpose, both counting letters of the same scripts here:
-`detect_language` picks the disclaimer language of a question or an answer (only en/ru have fixed
+`detect_language` picks the disclaimer language of a question or an answer (en/ru/hi have fixed
 strings; mixed text goes to the script with more letters), `script_language` is the crude LTR
 feature (any Cyrillic means ru, Devanagari means hi). Two stopword lists exist for the same reason:
 `STOPWORDS` drops function words from search queries (plan keywords, the lexical lane),
@@ -19,9 +19,14 @@ DEVANAGARI = re.compile(r"[\u0900-\u097F]")
 
 
 def detect_language(text: str) -> str:
-    """'ru' when Cyrillic letters are at least as many as Latin ones (and there are some), else
-    'en'. Only the languages with a disclaimer are told apart; anything else is treated as en."""
+    """'hi' when Devanagari characters are at least as many as Cyrillic and Latin ones (and there
+    are some), else 'ru' when Cyrillic letters are at least as many as Latin ones (and there are
+    some), else 'en'. Only the languages with fixed strings are told apart; anything else is
+    treated as en."""
+    dev = len(DEVANAGARI.findall(text or ""))
     cyr, lat = len(CYRILLIC.findall(text or "")), len(LATIN.findall(text or ""))
+    if dev and dev >= max(cyr, lat):
+        return "hi"
     return "ru" if cyr and cyr >= lat else "en"
 
 

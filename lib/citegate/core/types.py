@@ -440,6 +440,7 @@ class RewriteRule(StrEnum):
     REFUSAL = "refusal"
     PREAMBLE = "preamble"
     PROMPT_ECHO = "prompt_echo"
+    UNUSABLE = "unusable"  # retrieval could not take it (`model_output.check_query`)
     LOST_IDENTIFIER = "lost_identifier"
 
 

@@ -7,8 +7,10 @@ Then, behind `enable_corpus_fallback` (a `PipelineConfig` field, overridable per
 - the fallback model answers from general knowledge in the user's language, as a `MemoryAnswer
   {answer, search_queries, disclaimer, in_scope}` (one repair round-trip on bad JSON);
 - `in_scope` false → a polite decline, and nothing is searched again;
-- otherwise the 3–5 probes (`search_queries`) are searched through the same retrieval code and
-  only chunks with cosine ≥ `fallback_admission` are admitted as optional citations;
+- otherwise the 3–5 probes (`search_queries`) are checked as untrusted text (`model_output`:
+  an unusable one is dropped with its reason, `FallbackAnswer.dropped_probes`, never searched),
+  searched through the same retrieval code, and only chunks with cosine ≥ `fallback_admission`
+  are admitted as optional citations;
 - the disclaimer the user sees is painted by the server from a fixed per-language string,
   whatever the model wrote: models were seen to drop it (notebook 04 measures how often).
 
@@ -24,6 +26,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from citegate.core.errors import is_model_error
@@ -31,38 +34,46 @@ from citegate.core.text import detect_language
 from citegate.core.types import Branch, CallStatus, Candidate, Status
 from citegate.models.llm import ChatClient, ChatResult, LLMError, MemoryAnswer, parse_memory_answer
 from citegate.pipeline.llm_calls import DEFAULT_OPTIONS, CallOptions, parse_lenient, response_format
+from citegate.pipeline.model_output import Dropped, keep_queries
 
 DISCLAIMERS = {
     "en": "This answer is not from the trusted sources: it comes from general knowledge "
     "and may be wrong.",
     "ru": "Этот ответ не из проверенных источников: он основан на общих знаниях "
     "и может быть неточным.",
+    "hi": "यह उत्तर विश्वसनीय स्रोतों से नहीं है: यह सामान्य ज्ञान पर आधारित है और गलत हो सकता है।",
 }
-# Content words (prefixes, so Russian inflection passes) that a paraphrase must keep.
+# Content words (prefixes, so Russian and Hindi inflection pass) that a paraphrase must keep.
 DISCLAIMER_KEYS = {
     "en": ("not", "trusted", "source", "general", "knowledge"),
     "ru": ("не", "проверен", "источник", "общ", "знани"),
+    "hi": ("नहीं", "विश्वसनीय", "स्रोत", "सामान्य", "ज्ञान"),
 }
 DECLINES = {
     "en": "Sorry, this question is outside what this assistant covers ({scope}), so I cannot "
     "answer it here.",
     "ru": "Извините, этот вопрос выходит за рамки этого помощника ({scope}), поэтому я не могу "
     "на него ответить.",
+    "hi": "क्षमा करें, यह प्रश्न इस सहायक के विषय-क्षेत्र ({scope}) से बाहर है, इसलिए यहाँ इसका "
+    "उत्तर नहीं दिया जा सकता।",
 }
 NOT_FOUND = {
     "en": "I don't know: the trusted sources do not cover this question.",
     "ru": "Я не знаю: проверенные источники не отвечают на этот вопрос.",
+    "hi": "मुझे नहीं पता: विश्वसनीय स्रोत इस प्रश्न का उत्तर नहीं देते।",
 }
 NO_ANSWER = {
     "en": "The model could not produce a usable answer.",
     "ru": "Модель не смогла дать пригодный ответ.",
+    "hi": "मॉडल कोई उपयोगी उत्तर नहीं दे सका।",
 }
 SCOPE = {
     "en": "the Bhagavad Gita, its verses and commentaries, and the Hindu philosophy and "
     "spiritual practice it teaches",
     "ru": "Бхагавад-гита, её стихи и комментарии, индийская философия и духовная практика",
+    "hi": "भगवद्गीता, उसके श्लोक और टीकाएँ, हिंदू दर्शन और आध्यात्मिक साधना",
 }
-LANGUAGE_NAMES = {"en": "English", "ru": "Russian"}
+LANGUAGE_NAMES = {"en": "English", "ru": "Russian", "hi": "Hindi"}
 PROMPT_VARIANTS = ("asked", "asked_painted", "not_asked")
 BRANCHES = tuple(Branch)
 MAX_PROBES = 5
@@ -205,11 +216,31 @@ class FallbackAnswer:
 
     @property
     def probes(self) -> tuple[str, ...]:
-        """Up to five distinct non-empty search queries."""
+        """Up to five distinct search queries that retrieval can take (`model_output.check_query`:
+        cleaned of invisible characters; none empty, symbols only, a JSON fragment or a copy of
+        the prompt)."""
+        return self._checked_probes[0]
+
+    @property
+    def dropped_probes(self) -> tuple[Dropped, ...]:
+        """The model's search queries that are not searched, each with why (unusable, a repeat,
+        over the limit of five)."""
+        return self._checked_probes[1]
+
+    @cached_property
+    def _checked_probes(self) -> tuple[tuple[str, ...], tuple[Dropped, ...]]:
+        """The probes kept and dropped, checked once per answer."""
         if self.value is None:
-            return ()
-        clean = (" ".join(q.split()) for q in self.value.search_queries)
-        return tuple(dict.fromkeys(q for q in clean if q))[:MAX_PROBES]
+            return (), ()
+        return keep_queries(self.value.search_queries, limit=MAX_PROBES, prompt=self._prompt)
+
+    @property
+    def _prompt(self) -> str:
+        """The system prompt the model saw ("" for an unknown variant): a probe copied from it
+        is an echo, not a query."""
+        if self.variant not in PROMPT_VARIANTS:
+            return ""
+        return fallback_messages(self.question, self.lang, self.variant)[0]["content"]
 
     @property
     def answer(self) -> str:
@@ -344,7 +375,9 @@ def fallback_turn(
 
 __all__ = [
     "BRANCHES",
+    "DECLINES",
     "DISCLAIMERS",
+    "DISCLAIMER_KEYS",
     "NOT_FOUND",
     "PROMPT_VARIANTS",
     "FallbackAnswer",

@@ -2,6 +2,8 @@
 
 The planner only picks note numbers; the server writes the addresses (`turn.grounded_text`). A
 planner that finds no thesis the notes support makes the corpus *insufficient* for the turn.
+Note numbers are model output: one that names no note offered, or is not an integer at all (a
+string, a float, a boolean), is dropped with its reason (`Outline.dropped_refs`), never raised.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from citegate.pipeline.llm_calls import (
     parse_lenient,
     response_format,
 )
+from citegate.pipeline.model_output import MAX_DROPPED, Dropped
 
 OUTLINE_SCHEMA = {
     "type": "object",
@@ -48,6 +51,7 @@ class Outline:
     status: str
     calls: tuple[ChatResult, ...] = ()
     dropped: int = 0  # note numbers cited that no note carries (fabricated, dropped by the parser)
+    dropped_refs: tuple[Dropped, ...] = ()  # every reference dropped, with why
 
     @property
     def outcome(self) -> Status:
@@ -79,18 +83,34 @@ def parse_outline(text: str, n_notes: int) -> tuple[Outline | None, str]:
     items = obj.get("theses")
     if not isinstance(items, list):
         return None, f"{CallStatus.PARSE_FAILURE}: 'theses' must be a list"
-    theses, cited, dropped = [], [], 0
+    theses, cited, dropped, why = [], [], 0, []
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("text"), str):
             continue
         given = item.get("notes") if isinstance(item.get("notes"), list) else []
-        refs = [r for r in given if isinstance(r, int) and 1 <= r <= n_notes]
-        dropped += len({r for r in given if isinstance(r, int)} - set(refs))
+        refs = [r for r in given if _note_ref_problem(r, n_notes) is None]
+        dropped += len({r for r in given if _is_int(r)} - set(refs))
+        why += [Dropped.of(r, p) for r in given if (p := _note_ref_problem(r, n_notes))]
         if item["text"].strip() and refs:
             theses.append(item["text"].strip())
             cited.append(tuple(dict.fromkeys(refs)))
     ok = CallStatus.OK.value
-    return Outline(tuple(theses), tuple(cited), ok, dropped=dropped), ok
+    shown_why = tuple(why[:MAX_DROPPED])
+    return Outline(tuple(theses), tuple(cited), ok, dropped=dropped, dropped_refs=shown_why), ok
+
+
+def _is_int(ref: object) -> bool:
+    """Whether a reference is a JSON integer (a boolean is not, though Python counts it one)."""
+    return isinstance(ref, int) and not isinstance(ref, bool)
+
+
+def _note_ref_problem(ref: object, n_notes: int) -> str | None:
+    """Why a thesis's note reference names no note offered (numbered 1..n_notes), or None."""
+    if not _is_int(ref):
+        return f"not a note number ({type(ref).__name__})"
+    if not 1 <= ref <= n_notes:  # type: ignore[operator]
+        return f"names no note offered (notes 1-{n_notes})"
+    return None
 
 
 def outline_call(
@@ -118,7 +138,8 @@ def outline_call(
         return Outline((), (), f"{CallStatus.LLM_ERROR}: {exc}")
     if res.value is None:
         return Outline((), (), res.status, res.calls)
-    return Outline(res.value.theses, res.value.cited, res.status, res.calls, res.value.dropped)
+    v = res.value
+    return Outline(v.theses, v.cited, res.status, res.calls, v.dropped, v.dropped_refs)
 
 
 def outline(client: ChatClient, question: str, notes: Sequence[Candidate]) -> list[str]:

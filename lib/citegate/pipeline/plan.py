@@ -2,6 +2,8 @@
 
 Offline the plan is deterministic: the question itself. With an LLM planner configured (an
 OpenAI-compatible chat model), the model proposes sub-questions; the plan is part of the trace.
+What the model writes is untrusted: a sub-question or paraphrase that retrieval could not take
+(`model_output.check_query`) is dropped, and the plan's notes say which and why.
 The plan's types (`QueryPlan`, `SubQuestion`) live in `citegate.core.types`.
 """
 
@@ -16,6 +18,7 @@ from citegate.core.inputs import MAX_QUESTION_CHARS, question_problem, text_prob
 from citegate.core.text import STOPWORDS
 from citegate.core.types import QueryPlan, SubQuestion
 from citegate.models.llm import ChatClient, first_json_object
+from citegate.pipeline.model_output import Dropped, check_query, keep_queries, summary
 
 
 class Planner(Protocol):
@@ -83,26 +86,72 @@ PLAN_PROMPT = (
 KINDS = ("main", "definition", "example", "context", "comparison")
 
 
-def parse_plan(text: str) -> tuple[tuple[SubQuestion, ...] | None, str]:
-    """Typed sub-questions from a model reply, or None and why (for one repair round-trip)."""
-    obj, why = first_json_object(text)
+MAX_SUBQUESTIONS = 4
+MAX_PARAPHRASES = 2
+
+
+def read_plan(text: str) -> tuple[tuple[SubQuestion, ...] | None, tuple[Dropped, ...], str]:
+    """Typed sub-questions from a model reply, the parts dropped (each with why), and the status:
+    "ok", or why no sub-question is usable (the sub-questions are then None). A sub-question
+    or paraphrase that retrieval could not take (`check_query`, with the prompt as what it must
+    not echo), a repeat, or one over the limits (4 sub-questions, 2 paraphrases each) is dropped;
+    the rest of the reply is kept."""
+    obj, why = first_json_object(text or "")
     subs = obj.get("subquestions") if obj else None
-    if not isinstance(subs, list) or not 1 <= len(subs) <= 4:
-        return None, why or "expected 'subquestions': a list of 1 to 4 items"
-    out = []
-    for s in subs:
-        if not isinstance(s, dict) or not isinstance(s.get("text"), str) or not s["text"].strip():
-            return None, "every sub-question needs a non-empty 'text'"
-        paras = [p for p in s.get("paraphrases") or [] if isinstance(p, str) and p.strip()][:2]
-        kind = s.get("kind") if s.get("kind") in KINDS else "main"
-        out.append(SubQuestion(kind, s["text"].strip(), tuple(paras)))
-    return tuple(out), "ok"
+    if not isinstance(subs, list) or not subs:
+        return None, (), why or "expected 'subquestions': a list of 1 to 4 items"
+    out: list[SubQuestion] = []
+    dropped: list[Dropped] = []
+    seen: set[str] = set()
+    for item in subs:
+        sub, lost = _read_subquestion(item)
+        dropped.extend(lost)
+        if sub is None:
+            continue
+        if sub.text.casefold() in seen:
+            dropped.append(Dropped.of(sub.text, "repeats an earlier sub-question"))
+        elif len(out) >= MAX_SUBQUESTIONS:
+            dropped.append(Dropped.of(sub.text, f"over the limit of {MAX_SUBQUESTIONS}"))
+        else:
+            seen.add(sub.text.casefold())
+            out.append(sub)
+    if not out:
+        first = f" (first: {dropped[0]})" if dropped else ""
+        return None, tuple(dropped), f"no usable sub-question{first}"
+    return tuple(out), tuple(dropped), "ok"
+
+
+def _read_subquestion(item: object) -> tuple[SubQuestion | None, list[Dropped]]:
+    """One reply item as a sub-question with its usable paraphrases, and what was dropped."""
+    if not isinstance(item, dict):
+        return None, [Dropped.of(item, "a sub-question must be an object with a 'text'")]
+    query, reason = check_query(item.get("text"), prompt=PLAN_PROMPT)
+    if query is None:
+        return None, [Dropped.of(item.get("text"), reason)]
+    given = item.get("paraphrases")
+    if given is not None and not isinstance(given, list):
+        return _subquestion(item, query), [Dropped.of(given, "paraphrases must be a list")]
+    paras, dropped = keep_queries(given or [], limit=MAX_PARAPHRASES, prompt=PLAN_PROMPT)
+    return _subquestion(item, query, paras), list(dropped)
+
+
+def _subquestion(item: dict[str, object], text: str, paras: tuple[str, ...] = ()) -> SubQuestion:
+    """The sub-question of a reply item: its kind when known (else main), text, paraphrases."""
+    kind = item.get("kind")
+    return SubQuestion(kind if isinstance(kind, str) and kind in KINDS else "main", text, paras)
+
+
+def parse_plan(text: str) -> tuple[tuple[SubQuestion, ...] | None, str]:
+    """Typed sub-questions from a model reply, or None and why (for one repair round-trip);
+    unusable parts are left out (`read_plan` says which)."""
+    subs, _, status = read_plan(text)
+    return subs, status
 
 
 class LLMPlanner:
     """Sub-questions from a chat model (the `openai` SDK client of `citegate.models.llm`). The user's
-    question is always searched too; a reply that cannot be parsed falls back to it alone, and
-    the plan records why."""
+    question is always searched too, first; a reply that cannot be parsed falls back to it alone,
+    and the plan records why (`notes["status"]`) and what it dropped (`notes["dropped"]`)."""
 
     def __init__(self, client: object, max_tokens: int = 200) -> None:
         self.client = client
@@ -116,9 +165,14 @@ class LLMPlanner:
             {"role": "user", "content": question},
         ]
         res = self.client.structured(messages, parse_plan, max_tokens=self.max_tokens)  # type: ignore[attr-defined]
+        _, dropped, _ = read_plan(res.text or "")
         main = SubQuestion("main", question)
         subs = [s for s in (res.value or ()) if s.text.casefold() != question.casefold()]
-        return QueryPlan(question, (main, *subs)[:4], self.id, {"status": res.status})
+        over = [Dropped.of(s.text, f"over the limit of {MAX_SUBQUESTIONS}") for s in subs[3:]]
+        notes = {"status": res.status}
+        if dropped or over:
+            notes["dropped"] = summary((*dropped, *over))
+        return QueryPlan(question, (main, *subs)[:MAX_SUBQUESTIONS], self.id, notes)
 
 
 def make_planner(name: str) -> Planner:

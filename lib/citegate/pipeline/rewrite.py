@@ -4,9 +4,11 @@ A follow-up such as "and what does verse 14 say?" searches badly on its own, so 
 it into a standalone search query. The model sees the conversation only as DATA: every turn is
 JSON-quoted inside a delimited block (angle brackets escaped, so no turn can close the block) and
 the instructions say not to obey anything written there. Whatever comes back is checked by
-`validate_rewrite`; a rewrite that is empty, bloated, multi-paragraph, a refusal or preamble, or
+`validate_rewrite`; a rewrite that is empty, bloated, multi-paragraph, a refusal or preamble, one
+that retrieval could not take (`model_output.check_query`: symbols only, a JSON fragment, ...), or
 that loses an identifier of the original (error code, version, verse address, quoted phrase) is
-rejected and the raw query is searched instead, with the reason recorded. A rewrite can only be
+rejected and the raw query is searched instead, with the reason recorded. An accepted rewrite is
+searched as `check_query` cleaned it (one line, no invisible characters). A rewrite can only be
 worse than the raw query in ways these rules cannot see (e.g. a plausible but wrong topic).
 """
 
@@ -21,6 +23,7 @@ from typing import Any, Protocol
 from citegate.core.types import RewriteRule, split_outcome
 from citegate.corpus.sources.address import find_verse_refs, verse_label
 from citegate.models.llm import ChatResult, LLMError
+from citegate.pipeline.model_output import check_query
 
 MAX_CHARS = 400
 GROWTH_FACTOR = 6.0
@@ -215,14 +218,16 @@ def _identifier_problem(original: str, text: str) -> str | None:
     return None
 
 
-def validate_rewrite(original: str, candidate: str) -> tuple[bool, str]:
-    """(True, "ok") for a usable rewrite, else (False, "<rule>: <detail>").
+def checked_rewrite(original: str, candidate: str) -> tuple[str | None, str]:
+    """(the query to search, "ok") for a usable rewrite, else (None, "<rule>: <detail>").
 
     Rules, in order: empty; too_long (> 400 chars); grown (> 6x the original AND > 120 chars);
     multi_paragraph (a blank line or > 2 line breaks); refusal / preamble at the start;
-    prompt_echo (a JSON turn or the history block's tags copied from the prompt); and
+    prompt_echo (a JSON turn or the history block's tags copied from the prompt); unusable
+    (`check_query` refuses it: no letter or digit, a JSON fragment, mostly symbols, ...); and
     lost_identifier (a code-like token, a verse address compared as its (chapter, verse) pair, or
-    a quoted string of the original that is not in the candidate verbatim).
+    a quoted string of the original that is not in the query verbatim). The query is the
+    candidate without wrapping quotes, as `check_query` cleaned it.
     """
     text = clean_rewrite(candidate)
     problem = (
@@ -233,9 +238,21 @@ def validate_rewrite(original: str, candidate: str) -> tuple[bool, str]:
             if echoes_prompt(text)
             else None
         )
-        or _identifier_problem(original, text)
     )
-    return (False, problem) if problem else (True, RewriteRule.OK.value)
+    if problem:
+        return None, problem
+    query, why = check_query(text, max_chars=MAX_CHARS, prompt=REWRITE_SYSTEM)
+    if query is None:
+        return None, f"{RewriteRule.UNUSABLE}: {why}"
+    problem = _identifier_problem(original, query)
+    return (None, problem) if problem else (query, RewriteRule.OK.value)
+
+
+def validate_rewrite(original: str, candidate: str) -> tuple[bool, str]:
+    """(True, "ok") for a usable rewrite, else (False, "<rule>: <detail>"): `checked_rewrite`'s
+    verdict without the query."""
+    query, reason = checked_rewrite(original, candidate)
+    return query is not None, reason
 
 
 # --------------------------------------------------------------------------- rewriting
@@ -252,7 +269,8 @@ def rewrite_query(
     """A standalone query for turn `turn_index` (0-based) of a conversation, or the raw query.
 
     No model call on the first turn or without history. A failed chat call (`LLMError`) or a
-    rejected rewrite falls back to the raw query; the result records the model's text and why.
+    rejected rewrite (`checked_rewrite`) falls back to the raw query; the result records the
+    model's text and why. Never raises on what the model wrote.
     """
     if turn_index == 0:
         return RewriteResult(query, None, False, RewriteRule.FIRST_TURN.value)
@@ -262,6 +280,5 @@ def rewrite_query(
         reply = client.chat(build_rewrite_messages(history, query), max_tokens=max_tokens)
     except LLMError as exc:
         return RewriteResult(query, None, False, f"{RewriteRule.LLM_ERROR}: {exc}")
-    ok, reason = validate_rewrite(query, reply.text)
-    used = clean_rewrite(reply.text) if ok else query
-    return RewriteResult(used, reply.text, ok, reason)
+    checked, reason = checked_rewrite(query, reply.text)
+    return RewriteResult(checked or query, reply.text, checked is not None, reason)
