@@ -242,3 +242,4 @@ def test_an_unsearchable_probe_is_dropped_not_raised_as_the_question(
         t = T.answer_turn(None, "Who doubts Krishna?", OUTLINE, EMB, None, client)  # type: ignore[arg-type]
     assert t.branch == "fallback" and not t.model_error
     assert "Arjuna doubt" in t.probes and "] {" not in fake.calls
+    assert any(d.startswith("probe '] {'") for d in t.dropped)  # recorded, with its reason

@@ -320,7 +320,8 @@ def _take_fallback(
     )
     turn.branch, turn.text, turn.disclaimer = fb.branch, fb.text, fb.disclaimer
     turn.probes, turn.admitted, turn.fallback = fb.probes, fb.admitted, fb.answer
-    turn.dropped = (*turn.dropped, *dropped)
+    checked_out = (f"probe {d}" for d in fb.answer.dropped_probes)
+    turn.dropped = (*turn.dropped, *checked_out, *dropped)
     if fb.branch == Branch.ERROR:
         turn.fail("fallback", fb.answer.status)
     elif fb.branch == Branch.FALLBACK and fb.answer.answer:
