@@ -25,10 +25,9 @@ from citegate.cli import one_line
 from citegate.cli.run import parse_sets
 from citegate.core.config import read_production
 from citegate.core.errors import CitegateError
-from citegate.core.inputs import check_name, id_problem
+from citegate.core.inputs import check_name, clean_question, id_problem
 from citegate.core.redact import mask_url
 from citegate.corpus.beir import Problems, read_documents, read_queries, read_questions_file
-from citegate.pipeline.plan import clean_question
 from citegate.store.db import connect_error
 from citegate.tracking.spec import SPEC_KEYS, load_spec
 

@@ -16,11 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from citegate.core.errors import QuestionError
+from citegate.core.inputs import clean_question
 from citegate.models.llm import ChatResult, StructuredResult
 from citegate.pipeline import fallback as F
 from citegate.pipeline.model_output import Dropped, check_query, keep_queries
 from citegate.pipeline.outline import outline_call, parse_outline
-from citegate.pipeline.plan import LLMPlanner, clean_question, parse_plan, read_plan
+from citegate.pipeline.plan import LLMPlanner, parse_plan, read_plan
 from citegate.pipeline.rewrite import checked_rewrite, rewrite_query
 
 T = TypeVar("T")

@@ -19,10 +19,9 @@ from hypothesis import strategies as st
 
 from citegate.cli import one_line
 from citegate.core.errors import CitegateError, InputError, QuestionError
-from citegate.core.inputs import MAX_QUESTION_CHARS, id_problem
+from citegate.core.inputs import MAX_QUESTION_CHARS, clean_question, id_problem
 from citegate.corpus.beir import Collection, Document, check_holdout_field, read_out_of_scope
 from citegate.corpus.holdout import Folds, Holdout
-from citegate.pipeline.plan import clean_question
 
 FUZZ = settings(
     max_examples=500,

@@ -51,7 +51,7 @@ USER = st.sampled_from(["alice", "postgres", "u", "bob.smith"])
 HOST = st.sampled_from(["127.0.0.1", "db.example.org", "localhost"])
 QUERY = st.sampled_from(["", "?sslmode=disable", "?application_name=me@x", "?connect_timeout=1"])
 # the fixed words of `connect_error` around the two strings it shows
-MESSAGE_WORDS = ["invalid URL", "cannot connect to", "(check DATABASE_URL)", "***"]
+MESSAGE_WORDS = ["invalid URL", "cannot connect to", "failed (check DATABASE_URL)", "***"]
 
 
 @contextmanager

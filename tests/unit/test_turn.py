@@ -13,6 +13,7 @@ from conftest import MEMORY_REPLY, verse
 from llm_stub import DOWN, Stub, reply, stub_server
 
 from citegate.core.config import PipelineConfig
+from citegate.core.inputs import clean_question
 from citegate.core.types import Candidate, RetrievalResult
 from citegate.models.embed import default_embedder
 from citegate.models.llm import ChatClient
@@ -229,8 +230,6 @@ def test_an_unsearchable_probe_is_dropped_not_raised_as_the_question(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     def strict(conn: Any, text: str, cfg: Any, emb: Any, rr: Any) -> RetrievalResult:
-        from citegate.pipeline.plan import clean_question
-
         clean_question(text)  # what the real retrieval does first: raises on "] {"
         return fake(conn, text, cfg, emb, rr)
 

@@ -7,7 +7,7 @@ service calls) and answers with the production config (`experiments/production.y
 version, source run), then which gate decided and why (in `--json`, under "gate": kind, reason,
 signal, threshold, language). A learned gate's model file is the one the config names, relative to
 the config file's folder (`experiments/models/…` for production; an LTR reranker's model file likewise), checked against its digest
-before anything loads. The question is checked first (`plan.clean_question`: no empty, symbol-only
+before anything loads. The question is checked first (`inputs.clean_question`: no empty, symbol-only
 or NUL-byte questions). With `--answer`, a model call that fails (server down, HTTP error) is
 reported as a model error and the command exits 2 (`ModelFailure`), never as an insufficient corpus.
 """
@@ -19,9 +19,9 @@ from dataclasses import asdict
 
 from citegate.core.config import NamedConfig
 from citegate.core.errors import ModelFailure
+from citegate.core.inputs import clean_question
 from citegate.core.types import RetrievalResult
 from citegate.pipeline.llm_calls import CallOptions
-from citegate.pipeline.plan import clean_question
 from citegate.pipeline.render import dumps, render_text, render_turn, result_dict, turn_dict
 from citegate.pipeline.service import Service
 from citegate.pipeline.turn import Turn

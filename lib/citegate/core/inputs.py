@@ -15,7 +15,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from citegate.core.errors import ConfigError, InputError
+from citegate.core.errors import ConfigError, InputError, QuestionError
 
 MAX_SOURCE_MB = 5.0  # ~5,000 fragments of ~900 characters: minutes of embedding on a CPU
 MAX_SOURCE_BYTES = int(MAX_SOURCE_MB * 1024 * 1024)
@@ -213,3 +213,31 @@ def shown(value: object, chars: int = 40) -> str:
     hold a string of megabytes where a number belongs)."""
     text = repr(value)
     return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
+def clean_question(text: str) -> str:
+    """The question as the pipeline takes it: control characters other than newline and tab
+    removed, surrounding whitespace stripped. Raises `QuestionError` for a question longer than
+    `inputs.MAX_QUESTION_CHARS` (checked before anything else reads it: a pasted document would
+    be embedded window by window), a NUL byte (binary input, which PostgreSQL text cannot hold),
+    an undecodable byte (a terminal's `\\xff` arrives as a lone surrogate, which no cache key or
+    database can encode), an empty question, or one without a letter or digit in any script
+    (only emoji, punctuation or symbols): nothing there to search for."""
+    if not isinstance(text, str):
+        raise QuestionError(f"a question must be text, not {type(text).__name__}")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise QuestionError(f"the question {question_problem(text)}: ask a shorter question")
+    if "\x00" in text:
+        raise QuestionError("the question contains a NUL byte (binary data?): send plain text")
+    problem = text_problem(text)
+    if problem:
+        raise QuestionError(f"the question {problem}: send plain UTF-8 text")
+    kept = "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) != "Cc")
+    cleaned = kept.strip()
+    if not cleaned:
+        raise QuestionError("the question is empty (nothing left after trimming whitespace)")
+    if not any(unicodedata.category(ch)[0] in "LN" for ch in cleaned):
+        raise QuestionError(
+            f"the question {cleaned[:40]!r} has no letter or digit in any script: ask in words"
+        )
+    return cleaned

@@ -1,7 +1,7 @@
 """Model-written text that will be searched, checked before it re-enters retrieval.
 
 Fallback probes, planner sub-questions and paraphrases, and follow-up rewrites are written by a
-model, so they are untrusted input. Retrieval takes a text through `plan.clean_question`, which
+model, so they are untrusted input. Retrieval takes a text through `inputs.clean_question`, which
 raises `QuestionError` for text it cannot search (no letter or digit, a NUL byte, a lone
 surrogate, too long): raised inside a turn, that error blames the user's question for what the
 model wrote. `check_query` is the tolerant gate in front of it: it cleans what can be cleaned
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from citegate.core.errors import QuestionError
-from citegate.core.inputs import MAX_QUESTION_CHARS
+from citegate.core.inputs import MAX_QUESTION_CHARS, clean_question
 
 DEFAULT_MAX_CHARS = 300  # a search query, not a paragraph (the probe schema asks for 48)
 SHOWN_CHARS = 60  # how much of a dropped text its record keeps
@@ -158,8 +158,6 @@ def check_query(
 def _searchable(cleaned: str) -> tuple[str | None, str]:
     """The last word goes to the search's own gate: what `clean_question` refuses is dropped
     with its message (a rule added there later holds here too)."""
-    from citegate.pipeline.plan import clean_question  # plan imports this module
-
     try:
         return clean_question(cleaned), "ok"
     except QuestionError as exc:

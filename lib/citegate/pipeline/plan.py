@@ -10,11 +10,9 @@ The plan's types (`QueryPlan`, `SubQuestion`) live in `citegate.core.types`.
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Protocol
 
-from citegate.core.errors import ConfigError, QuestionError
-from citegate.core.inputs import MAX_QUESTION_CHARS, question_problem, text_problem
+from citegate.core.errors import ConfigError
 from citegate.core.text import STOPWORDS
 from citegate.core.types import QueryPlan, SubQuestion
 from citegate.models.llm import ChatClient, first_json_object
@@ -27,34 +25,6 @@ class Planner(Protocol):
     id: str
 
     def plan(self, question: str) -> QueryPlan: ...
-
-
-def clean_question(text: str) -> str:
-    """The question as the pipeline takes it: control characters other than newline and tab
-    removed, surrounding whitespace stripped. Raises `QuestionError` for a question longer than
-    `inputs.MAX_QUESTION_CHARS` (checked before anything else reads it: a pasted document would
-    be embedded window by window), a NUL byte (binary input, which PostgreSQL text cannot hold),
-    an undecodable byte (a terminal's `\\xff` arrives as a lone surrogate, which no cache key or
-    database can encode), an empty question, or one without a letter or digit in any script
-    (only emoji, punctuation or symbols): nothing there to search for."""
-    if not isinstance(text, str):
-        raise QuestionError(f"a question must be text, not {type(text).__name__}")
-    if len(text) > MAX_QUESTION_CHARS:
-        raise QuestionError(f"the question {question_problem(text)}: ask a shorter question")
-    if "\x00" in text:
-        raise QuestionError("the question contains a NUL byte (binary data?): send plain text")
-    problem = text_problem(text)
-    if problem:
-        raise QuestionError(f"the question {problem}: send plain UTF-8 text")
-    kept = "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) != "Cc")
-    cleaned = kept.strip()
-    if not cleaned:
-        raise QuestionError("the question is empty (nothing left after trimming whitespace)")
-    if not any(unicodedata.category(ch)[0] in "LN" for ch in cleaned):
-        raise QuestionError(
-            f"the question {cleaned[:40]!r} has no letter or digit in any script: ask in words"
-        )
-    return cleaned
 
 
 def keywords(question: str) -> str:

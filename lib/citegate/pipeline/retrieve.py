@@ -20,6 +20,7 @@ import psycopg
 
 from citegate.core.config import COLLECTION_KEYS, PipelineConfig, collection_mismatch
 from citegate.core.errors import ConfigError
+from citegate.core.inputs import clean_question
 from citegate.core.types import (
     FORCING_LANES,
     KIND_GROUPS,
@@ -50,7 +51,7 @@ from citegate.pipeline.cut import (
 )
 from citegate.pipeline.decide import decide
 from citegate.pipeline.gate import question_language, verdict
-from citegate.pipeline.plan import OfflinePlanner, Planner, clean_question, keywords
+from citegate.pipeline.plan import OfflinePlanner, Planner, keywords
 from citegate.store.memory import NoteHit
 from citegate.store.presence import require_fragments
 
@@ -326,7 +327,7 @@ def retrieve(
     is then the memory gate's. The coverage rounds decide the fanout; with gate=learned the
     `LearnedGate` then decides (`gate`, else the model file the config names,
     `store.production.load_gate`). `QuestionError` for a question with nothing to search or too
-    long to be one (`plan.clean_question`); `EmptyCorpus` for a corpus without fragments
+    long to be one (`inputs.clean_question`); `EmptyCorpus` for a corpus without fragments
     (`collect`)."""
     question = clean_question(question)
     hits: list[NoteHit] = []

@@ -29,6 +29,7 @@ import psycopg
 
 from citegate.core.config import PipelineConfig
 from citegate.core.errors import QuestionError, is_model_error
+from citegate.core.inputs import clean_question
 from citegate.core.text import detect_language
 from citegate.core.types import Branch, CallStatus, Candidate, Decision, RetrievalResult, Status
 from citegate.models.embed import Embedder
@@ -40,7 +41,6 @@ from citegate.pipeline.extractive import MAX_NOTES, extract
 from citegate.pipeline.fallback import NOT_FOUND, FallbackAnswer, fallback_turn, supported
 from citegate.pipeline.llm_calls import DEFAULT_OPTIONS, CallOptions
 from citegate.pipeline.outline import Outline, outline_call
-from citegate.pipeline.plan import clean_question
 from citegate.pipeline.pointers import nearest, pointer_line
 from citegate.pipeline.render import where
 from citegate.pipeline.retrieve import retrieve

@@ -45,10 +45,11 @@ import psycopg
 from citegate.core import paths
 from citegate.core.config import PipelineConfig
 from citegate.core.fragments import Fragment
+from citegate.core.inputs import clean_question
 from citegate.models.embed import default_embedder
 from citegate.models.rerank import CosineReranker
 from citegate.pipeline import lanes
-from citegate.pipeline.plan import clean_question, keywords
+from citegate.pipeline.plan import keywords
 from citegate.pipeline.retrieve import retrieve
 from citegate.research import scale_corpus, scale_halfvec
 from citegate.research.bench import (

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import psycopg
 
 from citegate.core.config import PipelineConfig
+from citegate.core.inputs import clean_question
 from citegate.core.progress import bar
 from citegate.core.types import KIND_GROUPS, NOTE_KIND, Candidate, Policy, RetrievalResult
 from citegate.corpus.memory_questions import (
@@ -30,7 +31,6 @@ from citegate.models.rerank import Reranker
 from citegate.pipeline import memory
 from citegate.pipeline.extractive import MAX_NOTES
 from citegate.pipeline.fallback import supported
-from citegate.pipeline.plan import clean_question
 from citegate.pipeline.retrieve import collect, replay, retrieve
 from citegate.pipeline.roles import RoleClients
 from citegate.pipeline.turn import grounded_answer
