@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from citegate.studies.end_to_end import compute as C
+from citegate.studies.end_to_end import report
 from citegate.tracking.promote.guards import EvalRow, compute_metrics
 
 
@@ -125,6 +126,8 @@ def test_no_floor_reaching_the_target_shows_no_pointer() -> None:
     )
     f = C.certify_floor(df, target=0.9, k=3)
     assert not f.feasible and f.floor == 1.0 and f.test_n == 0
+    assert f.best_n == 60 and f.best_low < 0.9  # the best any floor reached, for the report
+    assert "no cosine floor" in report.floor_line(f) and "over 60 pointers" in report.floor_line(f)
 
 
 def test_pointers_are_the_first_k_notes_at_the_floor_in_rank_order() -> None:

@@ -247,6 +247,9 @@ class Floor:
     test_ci_low: float
     test_ci_high: float
     test_n: int
+    best_low: float = float("nan")  # the highest lower bound any floor reached on the tune part
+    best_floor: float = float("nan")  # ... at this floor
+    best_n: int = 0  # ... over this many pointers
 
 
 def pointer_labels(notes: pd.DataFrame, floor: float, k: int) -> pd.Series:
@@ -268,15 +271,20 @@ def certify_floor(
     Candidates are the tune cosines; a floor needs `min_n` pointers on the tune part."""
     tune, test = notes[notes["split"] == "tune"], notes[notes["split"] == "test"]
     best: tuple[float, float, float, int] | None = None
+    top = (float("nan"), float("nan"), 0)  # (lower bound, floor, n) of the best floor seen
     for t in sorted(set(tune["cosine"].round(4)), reverse=True):
         flags = pointer_labels(tune, t, k)
         n, hits = len(flags), int(flags.sum())
-        if n >= min_n and _lower(hits, n, delta) >= target:
-            best = (float(t), hits / n, _lower(hits, n, delta), n)
+        low = _lower(hits, n, delta)
+        if n >= min_n and not low <= top[0]:
+            top = (low, float(t), n)
+        if n >= min_n and low >= target:
+            best = (float(t), hits / n, low, n)
     if best is None:
-        return Floor(1.0, target, False, float("nan"), float("nan"), 0, *_test(test, 1.0, k))
+        nan = float("nan")
+        return Floor(1.0, target, False, nan, nan, 0, *_test(test, 1.0, k), *top)
     t, p, low, n = best
-    return Floor(t, target, True, p, low, n, *_test(test, t, k))
+    return Floor(t, target, True, p, low, n, *_test(test, t, k), *top)
 
 
 def _test(test: pd.DataFrame, floor: float, k: int) -> tuple[float, float, float, int]:

@@ -118,10 +118,16 @@ def conclusion(m: Mapping[str, float], floor: Floor, goals: Mapping[str, float])
 def floor_line(floor: Floor) -> str:
     """The pointer floor, as chosen and as it held on the test part."""
     if not floor.feasible:
+        best = (
+            f" (the best: {floor.best_low:.3f} at {floor.best_floor:.4f} over {floor.best_n} "
+            "pointers)"
+            if floor.best_n
+            else ""
+        )
         return (
-            f"**Pointer floor:** no cosine floor keeps the pointers' precision lower bound ≥ "
-            f"{floor.target:g} on the tune part, so none is shown (floor 1.0); "
-            f'"I don\'t know" stands alone.'
+            "**Pointer floor:** no cosine floor keeps the exact lower bound of the pointers' "
+            f"precision ≥ {floor.target:g} on the tune part{best}, so none is shown (floor 1.0) "
+            'and the fallback admits no probe hit: "I don\'t know" stands alone.'
         )
     return (
         f"**Pointer floor:** {floor.floor:.4f} (tune precision {floor.tune_precision:.3f}, "
