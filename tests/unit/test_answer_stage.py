@@ -74,6 +74,16 @@ def test_extract_answers_with_the_notes_own_sentences_each_with_its_marker() -> 
     assert extract(EMB, "anything", []).status == "no sources"
 
 
+def test_a_transliterated_verse_is_no_claim() -> None:
+    note = make_candidate(
+        text="Know that Nature and the Spirit are both beginningless.\n\n"
+        "prakṛitiṁ puruṣhaṁ chaiva viddhy anādī ubhāv api vikārānśh cha guṇānśh chaiva viddhi"
+    )
+    assert [s.text for s in note_sentences([note])] == [
+        "Know that Nature and the Spirit are both beginningless."
+    ]
+
+
 def test_lead_policy_answers_from_the_named_source_alone() -> None:
     named = make_candidate(
         3,
@@ -95,8 +105,9 @@ def test_lead_policy_answers_from_the_named_source_alone() -> None:
 
 def test_lead_policy_starts_from_the_top_ranked_note() -> None:
     found = [Sentence(1, 0, "a"), Sentence(1, 1, "b"), Sentence(2, 0, "c"), Sentence(3, 0, "d")]
-    # note 1 leads with its nearest sentence (0.5); only sentences at least as near join it
-    assert pick_lead(np.array([0.4, 0.5, 0.7, 0.45]), found, k=3, per_note=2) == [1, 2]
+    # note 1 leads with its sentences (its nearest 0.5); only others at least as near join it
+    assert pick_lead(np.array([0.4, 0.5, 0.7, 0.45]), found, k=3, per_note=2) == [0, 1, 2]
+    assert pick_lead(np.array([0.4, 0.5, 0.7, 0.45]), found, k=3, per_note=1) == [1, 2]
     # a named note (3) is the only source, even when others are nearer
     assert pick_lead(np.array([0.9, 0.8, 0.7, 0.1]), found, k=3, per_note=2, named=[3]) == [3]
     assert pick_lead(np.array([]), [], k=3, per_note=2) == []

@@ -6,9 +6,9 @@ is the policy's (`EXTRACT_POLICIES`, `PipelineConfig.extract_policy`):
 
 - `lead` (production): the reranker is the chooser and a named address is what the user asked
   about. When the question names sources (pinned notes), the answer is drawn from those notes
-  alone; otherwise the top-ranked note leads with its sentence nearest the question, and another
-  note's sentence joins only when it is at least as near the question as that lead sentence
-  (it responds as well). Measured by notebook 08: among answered gita questions, the share
+  alone; otherwise the top-ranked note leads with its sentences nearest the question (up to
+  `per_note`), and another note's sentence joins only when it is at least as near the question
+  as the lead's nearest (it responds as well). Measured by notebook 08: among answered gita questions, the share
   citing only other verses than the one asked about.
 - `nearest`: the `sentences` nearest the question from any shown note, whatever its rank (the
   composer the lead policy replaced; kept as 08's comparison).
@@ -16,7 +16,10 @@ is the policy's (`EXTRACT_POLICIES`, `PipelineConfig.extract_policy`):
 At most `per_note` sentences come from one note; they are written back in the notes' order, each
 followed by its note's marker `[n]`. Nothing is generated, so no claim can say what its note does
 not; the claim check still runs on it, as on every answer. A sentence needs `MIN_WORDS` words: a
-verse number or a heading is no claim; a paragraph break ends a sentence.
+verse number or a heading is no claim; nor is a verse's Sanskrit in transliteration (a sentence
+whose words carry IAST diacritics in `TRANSLITERATED` share or more: e5 scores it as near the
+question as the translation beside it, and a reader cannot check it); a paragraph break ends a
+sentence.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ EXTRACT_POLICIES = ("lead", "nearest")
 MAX_NOTES = 5  # the notes shown to every composer (the outline planner's too)
 # A blank line ends a sentence: a verse's translation and its IAST text are two paragraphs.
 _PARAGRAPH = re.compile(r"\n\s*\n")
+TRANSLITERATED = 0.3  # share of words with an IAST diacritic from which a sentence is Sanskrit
+_IAST = re.compile("[āīūṛṝḷḹṁṃḥñṅṇṭḍśṣĀĪŪṚṜḶṀṂḤÑṄṆṬḌŚṢ]")
 
 
 @dataclass(frozen=True)
@@ -54,8 +59,16 @@ def note_sentences(notes: Sequence[Candidate], max_notes: int = MAX_NOTES) -> li
     for n, note in enumerate(notes[:max_notes], 1):
         paragraphs = (" ".join(p.split()) for p in _PARAGRAPH.split(note.text))
         found = [s for p in paragraphs for s in split_sentences(p)]
-        out += [Sentence(n, i, t) for i, t in enumerate(found) if len(t.split()) >= MIN_WORDS]
+        out += [Sentence(n, i, t) for i, t in enumerate(found) if _claim(t)]
     return out
+
+
+def _claim(text: str) -> bool:
+    """Whether a sentence can be a claim: `MIN_WORDS` words, not a transliterated verse."""
+    words = text.split()
+    if len(words) < MIN_WORDS:
+        return False
+    return sum(bool(_IAST.search(w)) for w in words) / len(words) < TRANSLITERATED
 
 
 def pick(scores: np.ndarray, sentences: Sequence[Sentence], k: int, per_note: int) -> list[int]:
@@ -72,20 +85,22 @@ def pick_lead(
     named: Sequence[int] = (),
 ) -> list[int]:
     """The `lead` policy's sentences (see the module docstring): from the `named` notes alone
-    when the question names any that have sentences, else the lead note's nearest sentence
-    (the lowest-numbered note with a sentence) plus the other notes' sentences scoring at least
-    as high, best first, `k` in all, at most `per_note` a note; in the notes' order."""
+    when the question names any that have sentences; else the lead note's (the lowest-numbered
+    note with a sentence) nearest `per_note` sentences, then the other notes' sentences scoring
+    at least as high as the lead's nearest, best first; `k` in all, at most `per_note` a note,
+    in the notes' order."""
     allowed = [i for i, s in enumerate(sentences) if s.note in set(named)]
     if allowed:
         return _in_note_order(_greedy(scores, sentences, allowed, k, max(per_note, k)), sentences)
     if not sentences:
         return []
     lead = min(s.note for s in sentences)
-    own = [i for i, s in enumerate(sentences) if s.note == lead]
-    first = max(own, key=lambda j: (float(scores[j]), -j))
-    bar = float(scores[first])
-    rest = [i for i, s in enumerate(sentences) if i != first and float(scores[i]) >= bar]
-    taken = [first, *_greedy(scores, sentences, rest, k - 1, per_note, {lead: 1})]
+    own = _greedy(
+        scores, sentences, [i for i, s in enumerate(sentences) if s.note == lead], k, per_note
+    )
+    bar = float(scores[own[0]])
+    rest = [i for i, s in enumerate(sentences) if s.note != lead and float(scores[i]) >= bar]
+    taken = [*own, *_greedy(scores, sentences, rest, k - len(own), per_note)]
     return _in_note_order(taken, sentences)
 
 
