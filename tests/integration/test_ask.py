@@ -16,11 +16,12 @@ import pytest
 from llm_stub import dead_url
 
 from citegate.cli import main
+from citegate.core import inputs
 from citegate.core.config import DESIGN, PRODUCTION, read_production, save_config
 from citegate.core.errors import QuestionError
 from citegate.models.embed import default_embedder
 from citegate.models.gate_model import LearnedGate
-from citegate.pipeline import plan, service
+from citegate.pipeline import service
 from citegate.pipeline.retrieve import retrieve
 from citegate.pipeline.turn import answer_turn
 from citegate.store.ingest import ingest_corpus
@@ -67,15 +68,15 @@ def tiny_corpus(db_env: str, conn: psycopg.Connection, tmp_path: Path) -> Iterat
 )
 def test_unusable_questions_are_refused(question: str, why: str) -> None:
     with pytest.raises(QuestionError, match=why):
-        plan.clean_question(question)
+        inputs.clean_question(question)
 
 
 def test_clean_question_strips_control_characters_but_keeps_text() -> None:
-    assert plan.clean_question("  What is\x07 dharma?\r\n") == "What is dharma?"
-    assert plan.clean_question("line one\n\tline two") == "line one\n\tline two"
-    assert plan.clean_question("Что такое дхарма") == "Что такое дхарма"
-    assert plan.clean_question("कर्म") == "कर्म"  # letters of any script count
-    assert plan.clean_question("2.13") == "2.13"  # a bare verse number is a question too
+    assert inputs.clean_question("  What is\x07 dharma?\r\n") == "What is dharma?"
+    assert inputs.clean_question("line one\n\tline two") == "line one\n\tline two"
+    assert inputs.clean_question("Что такое дхарма") == "Что такое дхарма"
+    assert inputs.clean_question("कर्म") == "कर्म"  # letters of any script count
+    assert inputs.clean_question("2.13") == "2.13"  # a bare verse number is a question too
 
 
 @pytest.mark.parametrize("question", ["", "  ", "🙏", "a\x00b"])
@@ -119,12 +120,12 @@ def kill_the_model_server(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def declining_config(folder: Path) -> list[str]:
     """`--config PATH` of the design numbers with a gate that declines every question (bail-out
-    at cosine 0.99): the turn takes the corpus fallback, whose model call then fails. A corpus
-    without fragments cannot stand in for it: retrieval refuses to search one."""
+    at cosine 0.99): the turn takes the corpus fallback (the config names a run whose bar its
+    model passed), whose model call then fails. A corpus without fragments cannot stand in for
+    it: retrieval refuses to search one."""
     path = folder / "declining.yaml"
-    save_config(
-        DESIGN.replace(bail_out_score=0.99, sufficient_score=0.995, good_enough_score=0.999), path
-    )
+    gate = {"bail_out_score": 0.99, "sufficient_score": 0.995, "good_enough_score": 0.999}
+    save_config(DESIGN.replace(fallback_bar="04-run", **gate), path)
     return ["--config", str(path)]
 
 
@@ -287,6 +288,7 @@ def test_ask_reports_the_config_it_answered_with(
         "source": "production",
         "version": doc["version"],
         "source_run": doc["provenance"]["source_run"],
+        "edited": False,
     }
     assert main(question) == 0
     first = capsys.readouterr().out.splitlines()[0]
@@ -299,6 +301,7 @@ def test_ask_reports_the_config_it_answered_with(
         "source": "design",
         "version": None,
         "source_run": None,
+        "edited": False,
     }
     other = tmp_path / "other.yaml"
     save_config(DESIGN, other)

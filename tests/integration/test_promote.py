@@ -299,8 +299,11 @@ def _rows(
 ) -> list[P.EvalRow]:
     """n rows of one label, the first `answered` answered; one group per row unless `tag`."""
     gold = True if label == "answerable" else None
+    wrong = False if label == "answerable" else None  # every answer cites its gold source
     return [
-        P.EvalRow(label, lang, tag or f"{label}-{lang}-{i}", i < answered, score + i * 1e-3, gold)
+        P.EvalRow(
+            label, lang, tag or f"{label}-{lang}-{i}", i < answered, score + i * 1e-3, gold, wrong
+        )
         for i in range(n)
     ]
 
@@ -393,6 +396,7 @@ def test_summary_and_report_show_every_metric_with_what_it_is() -> None:
     page = render(decision, {"source_run": "x"})
     assert "share of out_of_corpus questions the gate answers" in page
     assert "answerable vs out_of_scope" in page
+    assert "share of answerable questions answered citing no gold source" in page
 
 
 def test_a_new_production_file_holds_per_kind_names() -> None:

@@ -147,7 +147,7 @@ def test_the_guards_measure_the_wrong_source_share_per_stratum() -> None:
         EvalRow("answerable", "en", "g1", True, 0.9, True, False, True),
         EvalRow("answerable", "en", "g2", True, 0.9, True, True, True),
         EvalRow("answerable", "en", "g3", True, 0.9, True, True, False),
-        EvalRow("answerable", "en", "g4", False, 0.2, True, None, False),
+        EvalRow("answerable", "en", "g4", False, 0.2, True, False, False),
         EvalRow("out_of_scope", "en", "g5", False, 0.1, None),
     ]
     m = compute_metrics(rows, n_boot=20)
@@ -155,5 +155,6 @@ def test_the_guards_measure_the_wrong_source_share_per_stratum() -> None:
         m["wrong_source_share"]["value"] == pytest.approx(2 / 3)
         and m["wrong_source_share"]["n"] == 3
     )
+    assert m["wrong_source_rate"]["value"] == 0.5  # 2 of the 4 answerable questions
     assert m["wrong_source_share.named"]["value"] == 0.5
     assert m["wrong_source_share.unnamed"]["value"] == 1.0

@@ -3,8 +3,9 @@ and the certificate guard, the certified false-answer bounds a recommendation ca
 
 Every answerable question the gate answers is also composed and checked as the turn does
 (`turn.grounded_answer` over its replayed final notes, the config's extractive composer and claim
-check), so `wrong_source_share` (answered, citing no gold source) is guarded like the false-answer
-rates: a config that answers from the wrong source more often is refused. A config whose composer
+check), so `wrong_source_rate` (the share of answerable questions answered citing no gold
+source) is guarded like the false-answer rates: a config that answers from the wrong source more
+often is refused. A config whose composer
 needs a model (generative, outline) is not composed here: the metric is then absent."""
 
 from __future__ import annotations
@@ -83,9 +84,9 @@ def evaluate(
 def _wrong_sources(
     s: StudySet, cfg: PipelineConfig, outcomes: Mapping[str, Outcome]
 ) -> dict[str, bool]:
-    """Question id -> whether the extractive answer to an answered answerable question cites
-    only other sources than its gold (composed and checked as the turn does); empty for a
-    composer that needs a model."""
+    """Answerable question id -> whether the turn gives a wrong-source answer: answered, and
+    the extractive answer (composed and checked as the turn does) cites only other sources than
+    its gold (False when the gate declines it); empty for a composer that needs a model."""
     if cfg.composer != "extractive":
         return {}
     cfg = cfg.replace(corpora=[s.corpus])
@@ -95,7 +96,7 @@ def _wrong_sources(
     with connect() as conn:
         texts = fragment_texts(conn, need) if need else {}
     emb = default_embedder()
-    out = {}
+    out = {q.id: False for q in s.questions if q.label == "answerable"}
     with RoleClients(cfg) as roles:  # the extractive composer starts no model
         for q in asked:
             notes = [_with_text(n, texts) for n in results[q.id].notes]

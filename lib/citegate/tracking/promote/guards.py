@@ -18,7 +18,14 @@ from citegate.evaluation import metrics as M
 GUARDS = paths.EXPERIMENTS / "guards.yaml"
 
 NEGATIVE_KINDS = tuple(label for label in LABELS if label != "answerable")
-METRIC_BASES = ("false_answer_rate", "answer_rate", "recall_at_16", "gate_auroc")
+METRIC_BASES = (
+    "false_answer_rate",
+    "answer_rate",
+    "recall_at_16",
+    "gate_auroc",
+    "wrong_source_rate",
+    "wrong_source_share",
+)
 
 
 @dataclass(frozen=True)
@@ -82,8 +89,8 @@ class EvalRow:
     answered: bool  # the gate's decision was "answer"
     max_score: float  # the gate signal (max cosine of the final notes)
     gold_hit: bool | None  # a gold fragment is among the final notes; None without gold
-    # answered, and the composed answer cites no gold source (None: not answered, not
-    # answerable, or a composer that needs a model)
+    # answered, and the composed answer cites no gold source (False when declined; None for a
+    # negative, or a composer that needs a model)
     wrong_source: bool | None = None
     names_source: bool = False  # the question names a source (a verse number)
 
@@ -95,8 +102,10 @@ def compute_metrics(
 
     Rates (Wilson intervals): `answer_rate`, `recall_at_16`, `false_answer_rate.<kind>` per kind
     of negative, and each per language (`answer_rate.en`, `false_answer_rate.out_of_corpus.ru`);
-    `wrong_source_share` (answered answerable questions whose answer cites no gold source), also
-    for questions naming a source and not (`.named`, `.unnamed`).
+    `wrong_source_rate` (answerable questions answered citing no gold source, over every composed
+    answerable question: measured whenever the composer is extractive) and `wrong_source_share`
+    (the same among the answered ones), also for questions naming a source and not (`.named`,
+    `.unnamed`).
     AUROC of max cosine (cluster bootstrap over question groups, as notebook 03):
     `gate_auroc.<kind>`. Both also pooled over the kinds (`.pooled`, reported for comparison
     with version-2 files whose names meant that). A metric without observations is absent.
@@ -110,10 +119,12 @@ def compute_metrics(
         _add_rate(out, f"answer_rate.{lang}", [r.answered for r in mine], alpha)
         hits = [r.gold_hit for r in mine if r.gold_hit is not None]
         _add_rate(out, f"recall_at_16.{lang}", hits, alpha)
-    wrong = [r for r in pos if r.wrong_source is not None]
-    _add_rate(out, "wrong_source_share", [bool(r.wrong_source) for r in wrong], alpha)
+    composed = [r for r in pos if r.wrong_source is not None]
+    _add_rate(out, "wrong_source_rate", [bool(r.wrong_source) for r in composed], alpha)
+    answered = [r for r in composed if r.answered]
+    _add_rate(out, "wrong_source_share", [bool(r.wrong_source) for r in answered], alpha)
     for name, named in (("named", True), ("unnamed", False)):
-        flags = [bool(r.wrong_source) for r in wrong if r.names_source == named]
+        flags = [bool(r.wrong_source) for r in answered if r.names_source == named]
         _add_rate(out, f"wrong_source_share.{name}", flags, alpha)
     kinds = sorted({r.label for r in rows} - {"answerable"})
     negatives = {k: [r for r in rows if r.label == k] for k in kinds}

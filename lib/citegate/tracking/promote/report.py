@@ -160,6 +160,11 @@ def describe_metric(name: str) -> str:
     elif base == "recall_at_16":
         text = "share of answerable questions with a gold fragment among the final notes"
         lang = kind
+    elif base in ("wrong_source_rate", "wrong_source_share"):
+        among = "answerable questions" if base == "wrong_source_rate" else "answered questions"
+        text = f"share of {among} answered citing no gold source (the composed answer)"
+        stratum = {"named": "naming a source", "unnamed": "naming none"}.get(kind, "")
+        return f"{text}, questions {stratum}" if stratum else text
     else:
         return name
     return f"{text}, language {lang}" if lang else text
