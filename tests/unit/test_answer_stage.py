@@ -103,6 +103,14 @@ def test_lead_policy_answers_from_the_named_source_alone() -> None:
     assert "[1]" in nearest.text  # what the lead policy replaced
 
 
+def test_named_policy_without_a_named_source_takes_the_nearest_sentences() -> None:
+    question = "What does the soul do with worn-out bodies?"
+    named = extract(EMB, question, [WAR, SOUL], sentences=1)
+    assert named.text == extract(EMB, question, [WAR, SOUL], sentences=1, policy="nearest").text
+    assert named.text.endswith("[2]")  # the nearer sentence, though note 1 ranks first
+    assert extract(EMB, question, [WAR, SOUL], sentences=1, policy="lead").text.endswith("[1]")
+
+
 def test_lead_policy_starts_from_the_top_ranked_note() -> None:
     found = [Sentence(1, 0, "a"), Sentence(1, 1, "b"), Sentence(2, 0, "c"), Sentence(3, 0, "d")]
     # note 1 leads with its sentences (its nearest 0.5); only others at least as near join it

@@ -22,7 +22,7 @@ def row(
         "language": "en", "label": label, "group": f"g{qid}", "names_source": False,
         "branch": "grounded" if outcome.startswith("answered") else "decline",
         "decision": "answer", "outcome": outcome, "cited": "", "gold": "BG 2.20",
-        "gold_in_notes": True, "gold_pointer": False, "pointers": 0, "alt_outcome": "",
+        "gold_in_notes": True, "gold_pointer": False, "pointers": 0, "policies": "",
         "ms": 10.0,
     }  # fmt: skip
     values.update(kw)
@@ -62,6 +62,8 @@ def test_wrong_source_share_is_among_answered_per_stratum() -> None:
         <= m["wrong_source_share.gita.named.ci_high"]
     )
     assert m["error_share"] == 0.0 and m["turn_ms_p50"] == 10.0
+    # 0 of 1 is not "certainly 0": Wilson widens what the bootstrap cannot
+    assert m["false_answer_rate.out_of_scope.ci_high"] > 0.5
 
 
 def test_a_rate_over_nothing_is_left_out_not_zero() -> None:
@@ -90,12 +92,17 @@ def test_errors_beyond_the_share_fail_the_run_with_the_first_cause() -> None:
 
 def test_policy_table_compares_both_policies_on_the_same_turns() -> None:
     rows = [
-        row("1", outcome="answered_wrong_source", alt_outcome="answered_gold"),
-        row("2", alt_outcome="answered_gold"),
+        row(
+            "1",
+            outcome="answered_wrong_source",
+            policies="named=answered_wrong_source;nearest=answered_gold",
+        ),
+        row("2", policies="named=answered_gold;nearest=declined"),
+        row("3", policies=""),
     ]
-    t = C.policy_table(C.frame(rows))
-    assert t.iloc[0]["wrong_source_share"] == 0.5
-    assert t.iloc[0]["other_policy_wrong_source_share"] == 0.0
+    t = C.policy_table(C.frame(rows)).set_index("policy")
+    assert t.loc["named", "wrong_source_share"] == 0.5 and t.loc["named", "answered"] == 2
+    assert t.loc["nearest", "wrong_source_share"] == 0.0 and t.loc["nearest", "answered"] == 1
 
 
 def notes(

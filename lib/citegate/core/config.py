@@ -85,7 +85,7 @@ def collection_mismatch(have: Mapping[str, Any], want: Mapping[str, Any]) -> dic
 GATES = ("coverage", "two_scale", "learned")
 # Who writes a grounded answer (`PipelineConfig.composer`) and what an unsupported claim gets.
 COMPOSERS = ("extractive", "generative", "outline")
-EXTRACT_POLICIES = ("lead", "nearest")
+EXTRACT_POLICIES = ("named", "lead", "nearest")
 CLAIM_POLICIES = ("flag", "remove")
 SUPPORT_MODES = tuple(f"{r}-{u}" for r in ("qp", "qq", "pp") for u in ("note", "sentence"))
 # A boost note adds at most this to a rerank score (the LTR reranker's scores span about 0-1).
@@ -182,10 +182,11 @@ class PipelineConfig:
     composer: str = "extractive"
     composer_temperature: float = 0.1  # 0.0 makes small open models repeat themselves
     extract_sentences: int = 3  # extractive composer: sentences in the answer
-    # EXTRACT_POLICIES (`pipeline.extractive`): lead (the named sources alone, else the
-    # top-ranked note's sentence first and only sentences as near the question from the others)
-    # | nearest (the sentences nearest the question from any of the shown notes).
-    extract_policy: str = "lead"
+    # EXTRACT_POLICIES (`pipeline.extractive`): named (the named sources alone, else the
+    # sentences nearest the question) | lead (the named sources alone, else the top-ranked
+    # note's sentences first, others only as near the question) | nearest (the sentences
+    # nearest the question from any shown note).
+    extract_policy: str = "named"
     # Claim check: a claim is supported when a note it cites scores >= support_threshold, the
     # score computed as support_mode says (SUPPORT_MODES, `pipeline.support`: qp-note is the
     # design's claim-as-query against the whole chunk); what an unsupported claim gets

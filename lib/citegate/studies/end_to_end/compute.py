@@ -8,9 +8,9 @@ grounded answer whose claims cite only other sources), `declined` ("I don't know
 raised or a model call failed: counted, never scored as behaviour). On a negative question
 (`out_of_corpus`, `out_of_scope`) any grounded answer is a false answer.
 
-Rates carry Wilson 95% intervals per stratum (corpus, language, names a source or not) and a
-clustered bootstrap over question groups for the headline (a verse's or an article's questions
-move together).
+Rates carry Wilson 95% intervals per stratum (corpus, language, names a source or not); the
+headline's are the wider of Wilson's and a bootstrap over question groups (a verse's or an
+article's questions move together).
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ class TurnRow:
     """One question through the live turn: who it is (set, corpus build, split, language,
     label, group, whether it names a source), what the turn did (branch, gate decision,
     outcome), what its answer cited and what was gold (addresses joined by "; "), whether a
-    gold source was among the final notes or the pointers, the policy comparison's outcome
-    (`alt_outcome`: the same notes composed by the other extractive policy), the time, and the
-    error when it raised."""
+    gold source was among the final notes or the pointers, the outcome under each extractive
+    policy on the same notes (`policies`: "policy=outcome;..." for a grounded turn), the time,
+    and the error when it raised."""
 
     qid: str
     set: str
@@ -55,7 +55,7 @@ class TurnRow:
     gold_in_notes: bool
     gold_pointer: bool
     pointers: int
-    alt_outcome: str
+    policies: str
     ms: float
     error: str = ""
 
@@ -127,13 +127,17 @@ def _ci(r: dict[str, float]) -> str:
 
 
 def _put(out: dict[str, float], name: str, hits: pd.Series, units: pd.Series, n_boot: int) -> None:
-    """`name` (a rate), `name.ci_low/.ci_high` (clustered by group) and `name.n`."""
+    """`name` (a rate), `name.ci_low/.ci_high` and `name.n`. The interval is the wider of the
+    Wilson 95% interval and the bootstrap's over question groups: the bootstrap widens it where a
+    verse's questions move together, Wilson where it cannot (0 of n resamples to [0, 0])."""
     if len(hits) == 0:  # a rate over nothing is no number: left out, its count kept
         out[f"{name}.n"] = 0.0
         return
     lo, hi = cluster_rate_ci(hits.to_numpy(float), units.to_numpy(), n_boot)
+    _, w_lo, w_hi = rate_ci_or_nan(hits.tolist())
     out[name] = float(hits.mean())
-    out[f"{name}.ci_low"], out[f"{name}.ci_high"], out[f"{name}.n"] = lo, hi, float(len(hits))
+    out[f"{name}.ci_low"], out[f"{name}.ci_high"] = min(lo, w_lo), max(hi, w_hi)
+    out[f"{name}.n"] = float(len(hits))
 
 
 def headline(df: pd.DataFrame, n_boot: int = 1000, sets: Sequence[str] = ()) -> dict[str, float]:
@@ -192,26 +196,24 @@ def finite(metrics: dict[str, float]) -> dict[str, float]:
 
 
 def policy_table(df: pd.DataFrame) -> pd.DataFrame:
-    """The two extractive policies on the same grounded turns (same notes): per set and
-    stratum, the wrong-source share of each among answered answerable questions."""
-    g = df[(df["label"] == "answerable") & df["outcome"].isin(OUTCOMES[:2])]
+    """Every extractive policy on the same grounded turns (same notes): per set, stratum and
+    policy, the answered answerable questions and the share citing only other sources."""
+    g = df[(df["label"] == "answerable") & (df["policies"] != "")]
     rows = []
     for (s, stratum), h in g.groupby(["set", "stratum"]):
-        alt = h[h["alt_outcome"].isin(OUTCOMES[:2])]
-        rows.append(
-            {
-                "set": s,
-                "stratum": stratum,
-                "answered": len(h),
-                "wrong_source_share": float((h["outcome"] == "answered_wrong_source").mean()),
-                "other_policy_answered": len(alt),
-                "other_policy_wrong_source_share": float(
-                    (alt["alt_outcome"] == "answered_wrong_source").mean()
-                )
-                if len(alt)
-                else float("nan"),
-            }
-        )
+        parsed = [dict(p.split("=", 1) for p in cell.split(";")) for cell in h["policies"]]
+        for policy in sorted({k for d in parsed for k in d}):
+            outs = [d.get(policy, "") for d in parsed]
+            answered = [o for o in outs if o in OUTCOMES[:2]]
+            wrong = [o == "answered_wrong_source" for o in answered]
+            rate, lo, hi = rate_ci_or_nan(wrong)
+            rows.append(
+                {
+                    "set": s, "stratum": stratum, "policy": policy, "answered": len(answered),
+                    "wrong_source": int(sum(wrong)), "wrong_source_share": rate,
+                    "ci_low": lo, "ci_high": hi,
+                }
+            )  # fmt: skip
     return pd.DataFrame(rows)
 
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from citegate.core.config import PipelineConfig
+from citegate.core.config import EXTRACT_POLICIES, PipelineConfig
 from citegate.core.progress import bar
 from citegate.corpus.questions import Question, load_set, resolve_gold
 from citegate.models.embed import Embedder
@@ -22,8 +22,6 @@ from citegate.pipeline.service import Service, choose_config
 from citegate.pipeline.turn import Turn, grounded_answer
 from citegate.research.study import sample
 from citegate.studies.end_to_end.compute import NoteRow, TurnRow, outcome
-
-OTHER_POLICY = {"lead": "nearest", "nearest": "lead"}
 
 
 def questions(set_name: str, limits: Mapping[str, int], split: str = "test") -> list[Question]:
@@ -54,18 +52,24 @@ def _cited(turn: Turn) -> list[Any]:
     return [notes[k] for k in keys]
 
 
-def _alt_outcome(svc: Service, turn: Turn, gold: set[int]) -> str:
-    """The outcome had the other extractive policy composed the same grounded turn."""
+def _policy_outcomes(svc: Service, turn: Turn, gold: set[int]) -> str:
+    """The outcome had each extractive policy composed the same grounded turn (the same notes),
+    as "policy=outcome;..." ("" when the turn was not grounded or not extractive)."""
     cfg = svc.choice.config
     if turn.branch != "grounded" or cfg.composer != "extractive":
         return ""
-    alt = cfg.replace(extract_policy=OTHER_POLICY[cfg.extract_policy])
-    g, _ = grounded_answer(turn.question, turn.lang, turn.notes, alt, svc.embedder, svc.roles)
-    if g.why or g.check is None:
-        return "declined"
     notes = {str(n): c for n, c in enumerate(turn.notes, 1)}
-    cited = {k for v in g.check.kept for k in v.cited if k in notes}
-    return outcome("grounded", [notes[k].fragment_id in gold for k in cited], False)
+    out = []
+    for policy in EXTRACT_POLICIES:
+        alt = cfg.replace(extract_policy=policy)
+        g, _ = grounded_answer(turn.question, turn.lang, turn.notes, alt, svc.embedder, svc.roles)
+        if g.why or g.check is None:
+            out.append(f"{policy}=declined")
+            continue
+        cited = {k for v in g.check.kept for k in v.cited if k in notes}
+        flags = [notes[k].fragment_id in gold for k in cited]
+        out.append(f"{policy}={outcome('grounded', flags, False)}")
+    return ";".join(out)
 
 
 def turn_row(
@@ -88,7 +92,7 @@ def turn_row(
         outcome(str(turn.branch), flags, False), "; ".join(where(c) for c in cited),
         "; ".join(q.gold), any(c.fragment_id in gold for c in turn.notes),
         any(c.fragment_id in gold for c in turn.pointers), len(turn.pointers),
-        _alt_outcome(svc, turn, gold), ms, turn.model_error,
+        _policy_outcomes(svc, turn, gold), ms, turn.model_error,
     )  # fmt: skip
 
 
@@ -174,4 +178,4 @@ def config_of(config: str, overrides: Mapping[str, Any]) -> PipelineConfig:
     return choose_config(config).config.replace(**overrides)
 
 
-__all__ = ["OTHER_POLICY", "config_of", "note_rows", "questions", "turn_row", "turn_rows"]
+__all__ = ["config_of", "note_rows", "questions", "turn_row", "turn_rows"]
