@@ -13,10 +13,11 @@ is the policy's (`EXTRACT_POLICIES`, `PipelineConfig.extract_policy`):
 - `nearest`: the `sentences` nearest the question from any shown note, named or not.
 
 Notebook 08 measures them on the same grounded turns, by the share of answered gita test
-questions whose answer cites only other verses than the one asked about (the full profile):
-naming a verse, `named` 0.4% (1 of 284) against `nearest` 57%; naming none, `nearest` 16% (7 of
-43) against `lead` 30%: the reranker's first note is less often the verse asked about than the
-note holding the nearest sentence. `citegate run --profile full experiments/08_end_to_end.yaml`
+questions whose answer cites only other verses than the one asked about (full profile, run
+58179111): naming a verse, `named` 2 of 284 (0.7%) against `nearest` 163 of 284 (57%); naming
+none, `named` (= `nearest` there) 7 of 43 against `lead` 13 of 43: the reranker's first note is
+less often the verse asked about than the note holding the nearest sentence.
+`citegate run --profile full experiments/08_end_to_end.yaml`
 
 At most `per_note` sentences come from one note; they are written back in the notes' order, each
 followed by its note's marker `[n]`. Nothing is generated, so no claim can say what its note does
