@@ -103,6 +103,21 @@ def test_lead_policy_answers_from_the_named_source_alone() -> None:
     assert "[1]" in nearest.text  # what the lead policy replaced
 
 
+def test_named_policy_answers_from_the_curated_note_memory_chose() -> None:
+    note = make_candidate(
+        9,
+        kind="curated_note",
+        addr_label=None,
+        frag_key="note:mind",
+        text="Arjuna finds the mind fickle and stubborn. Krishna says practice and detachment "
+        "bring it under control.",
+    )
+    question = "Can a fickle and stubborn mind be held?"
+    composed = extract(EMB, question, [note, SOUL, WAR], sentences=3)
+    assert composed.text.count("[1]") == 2 and "[2]" not in composed.text
+    assert "[1]" in extract(EMB, question, [note, SOUL, WAR], sentences=3, policy="nearest").text
+
+
 def test_named_policy_without_a_named_source_takes_the_nearest_sentences() -> None:
     question = "What does the soul do with worn-out bodies?"
     named = extract(EMB, question, [WAR, SOUL], sentences=1)

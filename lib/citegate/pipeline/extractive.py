@@ -6,7 +6,9 @@ is the policy's (`EXTRACT_POLICIES`, `PipelineConfig.extract_policy`):
 
 - `named` (production): a named address is what the user asked about, so when the question names
   sources (pinned notes: "BG 13.20", "Chapter 13, Verse 20") the answer is drawn from those
-  notes alone; otherwise the sentences nearest the question from any shown note.
+  notes alone; so is it from the curated note that curated memory found to answer the question
+  (an editor's citable answer, `NOTE_KIND`); otherwise the sentences nearest the question from
+  any shown note.
 - `lead`: the named sources alone likewise; otherwise the top-ranked note (the reranker's choice)
   leads with its sentences nearest the question (up to `per_note`), and another note's sentence
   joins only when it is at least as near the question as the lead's nearest.
@@ -36,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from citegate.core.types import CallStatus, Candidate
+from citegate.core.types import NOTE_KIND, CallStatus, Candidate
 from citegate.corpus.chunking import split_sentences
 from citegate.models.embed import Embedder
 from citegate.pipeline.compose import Composed
@@ -67,6 +69,12 @@ def note_sentences(notes: Sequence[Candidate], max_notes: int = MAX_NOTES) -> li
         found = [s for p in paragraphs for s in split_sentences(p)]
         out += [Sentence(n, i, t) for i, t in enumerate(found) if _claim(t)]
     return out
+
+
+def _named(c: Candidate) -> bool:
+    """A source the answer is drawn from alone: named by the question, or the curated note
+    memory chose as the answer."""
+    return c.pinned or c.kind == NOTE_KIND
 
 
 def _claim(text: str) -> bool:
@@ -159,7 +167,7 @@ def extract(
         return Composed("", offered, CallStatus.NO_SOURCES.value)
     query = embedder.embed_queries([question])[0]
     scores = embedder.embed_passages([s.text for s in found]) @ query
-    named = [n for n, c in enumerate(shown, 1) if c.pinned] if policy != "nearest" else []
+    named = [n for n, c in enumerate(shown, 1) if _named(c)] if policy != "nearest" else []
     named_found = [i for i, s in enumerate(found) if s.note in set(named)]
     if policy == "lead" or named_found:
         chosen = pick_lead(np.asarray(scores), found, sentences, per_note, named)
