@@ -152,7 +152,7 @@ def test_fallback_switch_per_call_overrides_the_config(
         cfg=off,
         enable_fallback=True,
     )
-    assert t.branch == "fallback" and len(requests) == 1
+    assert t.branch == "fallback" and len(requests) == 1 and not t.fallback_unvetted
     t, requests, _ = turn(
         monkeypatch,
         tmp_path,
@@ -242,3 +242,17 @@ def test_an_unsearchable_probe_is_dropped_not_raised_as_the_question(
     assert t.branch == "fallback" and not t.model_error
     assert "Arjuna doubt" in t.probes and "] {" not in fake.calls
     assert any(d.startswith("probe '] {'") for d in t.dropped)  # recorded, with its reason
+
+
+def test_a_fallback_run_on_request_without_a_bar_is_labelled(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from citegate.pipeline.render import render_turn
+
+    cfg = PipelineConfig(composer="outline")  # no fallback_bar
+    fake = FakeRetrieval("insufficient")
+    t, requests, _ = turn(
+        monkeypatch, tmp_path, [reply(MEMORY_REPLY)], fake, cfg=cfg, enable_fallback=True
+    )
+    assert t.branch == "fallback" and t.fallback_unvetted and len(requests) == 1
+    assert "run on request; it has passed no bar (notebook 04)" in render_turn(t)

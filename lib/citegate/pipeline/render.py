@@ -165,6 +165,8 @@ def render_turn(turn: Turn) -> str:
     if turn.fallback is not None:
         fa = turn.fallback
         lines.append(f"fallback model: {fa.model}  variant {fa.variant}  parse {fa.status}")
+        if turn.fallback_unvetted:
+            lines.append("fallback model: run on request; it has passed no bar (notebook 04)")
         lines.append(f"in scope (model): {fa.in_scope}")
     if turn.disclaimer:
         lines.append(f"painted disclaimer: {turn.disclaimer}")
@@ -242,6 +244,7 @@ def turn_dict(turn: Turn) -> dict[str, object]:
         "probes": list(turn.probes),
         "dropped": list(turn.dropped),
         "fallback_skipped": turn.fallback_skipped,
+        "fallback_unvetted": turn.fallback_unvetted,
         "pointers": [
             {"fragment_id": c.fragment_id, "address": where(c), "score": c.score}
             for c in turn.pointers

@@ -79,6 +79,7 @@ class Turn:
     models: dict[str, str] = field(default_factory=dict)
     pointers: tuple[Candidate, ...] = ()  # "I don't know": the nearest notes, never cited
     fallback_skipped: str = ""  # why the fallback model did not run on an insufficient corpus
+    fallback_unvetted: bool = False  # it ran on a caller's request with no passing bar
     dropped: tuple[str, ...] = ()  # model output dropped before it re-entered the pipeline
 
     def fail(self, stage: str, status: str) -> None:
@@ -131,6 +132,7 @@ def answer_turn(
         turn.corpus_insufficient, turn.reason = True, why
         skipped = fallback_skipped(cfg, enable_fallback)
         if not skipped:
+            turn.fallback_unvetted = not cfg.fallback_bar
             _take_fallback(turn, conn, cfg, embedder, reranker, roles("fallback"), options)
         else:
             not_found(turn, cfg, skipped)
