@@ -12,10 +12,12 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from citegate.models.llm import ChatResult, StructuredResult
 
 
 def completion(text: str) -> dict[str, Any]:
@@ -125,3 +127,27 @@ def stub_server(replies: list[Reply], *, die_after: int | None = None) -> Iterat
         yield stub
     finally:
         stub.kill()
+
+
+class Scripted:
+    """An in-process chat client whose every reply is `text`: `structured` parses it once (a
+    repair would get the same text) and records the messages it was sent; `chat` returns it."""
+
+    model = "stub-model"
+    kind = "remote"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.messages: Sequence[Mapping[str, Any]] = ()
+
+    def structured(
+        self, messages: Sequence[Mapping[str, Any]], parse: Callable[[str], Any], **_: Any
+    ) -> StructuredResult[Any]:
+        self.messages = messages
+        value, status = parse(self.text)
+        status = "ok" if value is not None else f"parse_failure: {status}"
+        return StructuredResult(value, status, self.text, ())
+
+    def chat(self, messages: Sequence[Mapping[str, Any]], **_: Any) -> ChatResult:
+        self.messages = messages
+        return ChatResult(self.text, self.model, 1, 1, 0.0, False, 1)

@@ -8,16 +8,16 @@ derandomized (the same inputs every run), no deadline (the machine is shared).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from conftest import verse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from llm_stub import Scripted
 
 from citegate.core.errors import QuestionError
 from citegate.core.inputs import clean_question
-from citegate.models.llm import ChatResult, StructuredResult
 from citegate.pipeline import fallback as F
 from citegate.pipeline.model_output import Dropped, check_query, keep_queries
 from citegate.pipeline.outline import outline_call, parse_outline
@@ -56,27 +56,6 @@ JSONISH = st.recursive(
     SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3)
 )
 QUESTION = st.lists(WORDS, min_size=1, max_size=8).map(" ".join)
-
-
-class Scripted:
-    """A chat client that always replies `text`: `structured` parses it once (the repair would
-    get the same text), `chat` returns it."""
-
-    model = "stub-model"
-    kind = "remote"
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def structured(
-        self, messages: Sequence[Mapping[str, Any]], parse: Callable[[str], Any], **_: Any
-    ) -> StructuredResult[Any]:
-        value, status = parse(self.text)
-        status = "ok" if value is not None else f"parse_failure: {status}"
-        return StructuredResult(value, status, self.text, ())
-
-    def chat(self, messages: Sequence[Mapping[str, Any]], **_: Any) -> ChatResult:
-        return ChatResult(self.text, self.model, 1, 1, 0.0, False, 1)
 
 
 def dumps(obj: object, ascii_only: bool) -> str:

@@ -4,19 +4,19 @@ the fallback's disclaimer in Hindi, and the disclaimer check reads the Hindi dis
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import MEMORY_REPLY, verse
-from llm_stub import reply, stub_server
+from llm_stub import Scripted, reply, stub_server
 
 from citegate.core.config import PipelineConfig
 from citegate.core.text import detect_language
 from citegate.core.types import Candidate, RetrievalResult
 from citegate.models.embed import default_embedder
-from citegate.models.llm import ChatClient, StructuredResult
+from citegate.models.llm import ChatClient
 from citegate.pipeline import fallback as F
 from citegate.pipeline import turn as T
 from citegate.pipeline.compose import ABSTENTION, abstention, closed_book_messages
@@ -33,23 +33,6 @@ PER_LANGUAGE = {
     "LANGUAGE_NAMES": F.LANGUAGE_NAMES,
     "ABSTENTION": ABSTENTION,
 }
-
-
-class Scripted:
-    """A chat client whose every structured reply is `text`."""
-
-    model = "stub-model"
-    kind = "remote"
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def structured(
-        self, messages: Sequence[Mapping[str, Any]], parse: Callable[[str], Any], **_: Any
-    ) -> StructuredResult[Any]:
-        self.messages = messages
-        value, status = parse(self.text)
-        return StructuredResult(value, "ok" if value is not None else status, self.text, ())
 
 
 def no_search(probe: str) -> list[Candidate]:
