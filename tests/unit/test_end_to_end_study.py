@@ -165,3 +165,13 @@ def test_the_guards_measure_the_wrong_source_share_per_stratum() -> None:
     assert m["wrong_source_rate"]["value"] == 0.5  # 2 of the 4 answerable questions
     assert m["wrong_source_share.named"]["value"] == 0.5
     assert m["wrong_source_share.unnamed"]["value"] == 1.0
+
+
+def test_the_conclusion_states_each_goal_from_the_measured_value() -> None:
+    rows = [row("1", names_source=True), row("2", outcome="answered_wrong_source")]
+    m = C.headline(C.frame(rows), n_boot=20)
+    floor = C.Floor(1.0, 0.5, False, *([float("nan")] * 2), 0, *([float("nan")] * 3), 0)
+    text = report.conclusion(m, floor, {"wrong_source_share.gita.named": 0.10})
+    assert text.startswith("**Conclusion.**")
+    assert "`wrong_source_share.gita.named` 0.0% meets the goal ≤ 10%" in text
+    assert "none is shown" in text

@@ -75,7 +75,7 @@ def conclusion(m: Mapping[str, float], floor: Floor, goals: Mapping[str, float])
     """The run's conclusion: each answerable set's wrong-source share (named / unnamed) against
     its goal, the gold-answer rates, the false answers per negative kind, the errors and the
     pointer floor."""
-    lines = []
+    lines = ["**Conclusion.** What the user got, end to end:"]
     for name in ("gita", "xquad"):
         key = f"wrong_source_share.{name}"
         if key not in m:
@@ -84,8 +84,8 @@ def conclusion(m: Mapping[str, float], floor: Floor, goals: Mapping[str, float])
             f"**{name}:** of the answered answerable questions, {_with_ci(m, key)} cite only "
             f"other sources than the one asked about (naming a source: "
             f"{_with_ci(m, key + '.named')}; naming none: {_with_ci(m, key + '.unnamed')}). "
-            f"Answered from a gold source: {_with_ci(m, f'gold_answer_rate.{name}')} of the "
-            "answerable questions."
+            "Answerable questions answered from a gold source: "
+            f"{_with_ci(m, f'gold_answer_rate.{name}')}."
         )
         for goal_key, goal in goals.items():
             if goal_key.startswith(key):
