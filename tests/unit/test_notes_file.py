@@ -111,6 +111,17 @@ def test_an_alias_or_anchor_is_refused_by_the_one_reader(tmp_path: Path) -> None
         read_notes(write(tmp_path, text))
 
 
+def test_a_key_written_twice_is_refused_not_silently_overwritten(tmp_path: Path) -> None:
+    text = GOOD.replace(
+        "body: Диалог на поле битвы.", "body: Диалог на поле битвы.\n    body: Второе тело."
+    )
+    with pytest.raises(InputError) as err:
+        read_notes(write(tmp_path, text))
+    msg = str(err.value)
+    assert "notes.yaml: record -: line 17, column 5: a key appears twice" in msg
+    assert "\n" not in msg and "Второе" not in msg  # one line, never the input echoed back
+
+
 def test_a_long_body_is_chunked_and_a_short_one_is_one_chunk() -> None:
     assert body_chunks("One sentence.") == ["One sentence."]
     long = " ".join(f"Sentence number {i} says something." for i in range(120))

@@ -6,8 +6,10 @@ deep is a few hundred bytes that expand to millions of nodes, and validation tha
 walks the expanded structure then runs for minutes. No file we ship uses anchors, aliases or
 explicit tags, so they are refused while the file is parsed, before anything is built or
 expanded; so is nesting deeper than `MAX_YAML_DEPTH` (the shipped files nest at most 4 deep)
-and a file over `MAX_YAML_BYTES` (the largest shipped file has 7.7 KB). Every refusal is a
-`ConfigError` of one line naming the file, the line and column and the rule, never the input.
+and a file over `MAX_YAML_BYTES` (the largest shipped file has 7.7 KB). A key written twice in
+one mapping is refused too: YAML keeps the last value, so a notes file with `body:` twice would
+lose its first body without a word. Every refusal is a `ConfigError` of one line naming the file,
+the line and column and the rule, never the input.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from citegate.core.inputs import megabytes, read_file_bytes
 MAX_YAML_BYTES = 1024 * 1024
 MAX_YAML_DEPTH = 32
 _QUOTED = re.compile(r"'[^'\n]*'")
+_MERGE = "tag:yaml.org,2002:merge"  # `<<:` merges a mapping in: its keys may be overridden
 
 
 class _Refused(yaml.MarkedYAMLError):
@@ -62,6 +65,21 @@ class _StrictLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """The mapping, refusing a key that appears twice in it (marked at the second one)."""
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE:
+                continue
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise _Refused(
+                    problem="a key appears twice in one mapping (the last would win)",
+                    problem_mark=key_node.start_mark,
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def loads_yaml(text: str, where: object) -> Any:
