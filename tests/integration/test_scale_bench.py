@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from citegate.core.fragments import Fragment
-from citegate.research import scale_bench, scale_corpus, scale_report
+from citegate.research import scale_bench, scale_corpus, scale_production, scale_report
 from citegate.store import db
 
 pytestmark = pytest.mark.db
@@ -105,6 +105,11 @@ def test_toy_scale_bench_reports_finite_numbers(
         assert math.isfinite(b["p50_ms"]) and math.isfinite(r["retrieve_bm25"]["total"]["p50_ms"])
         assert "key" not in b
         assert math.isfinite(r["retrieve_bm25_again"]["total"]["p50_ms"])
+        # production's own config, reranker and gate: every stage timed, the gate's included
+        prod = r["retrieve_production"]
+        assert set(prod) == set(scale_production.STAGES)
+        assert all(math.isfinite(c["p50_ms"]) for c in prod.values())
+        assert prod["rerank"]["p50_ms"] > 0 and prod["gate"]["p50_ms"] > 0
         # the dense lane over halfvec indexes, against the same exact top-16
         h = r["halfvec"]
         assert set(h["groups"]) == set(scale_bench.DEFAULT_GROUPS)
@@ -146,6 +151,11 @@ def test_toy_scale_bench_reports_finite_numbers(
         f"| 2,000 | verses | {db.LARGE_GRAPH.label} | {db.LARGE_EF_SEARCH} | " in text
         and "| 1,000 | verses | m16/efc64 | 200 | " in text
     )
+    named = rep["settings"]["production_config"]
+    assert named["version"] >= 1 and named["reranker"] and named["lexical_backend"]
+    assert "| 2,000 | production (its lanes, reranker and gate) | " in text
+    assert f"production.yaml version {named['version']}: reranker {named['reranker']}" in text
+    assert "| production retrieve p50 / p95 | <= 150 / 500 ms | production v" in text
     assert "Dense lane over halfvec indexes" in text and "| 2,000 | indexes | float " in text
     files = scale_report.write(rep, tmp_path / "out")
     assert [p.name for p in files] == ["scale.json", "scale.png"]

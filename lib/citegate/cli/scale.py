@@ -1,6 +1,7 @@
-"""`citegate bench-scale`: the lanes, a full retrieve and the HNSW index (build, ef_search x
-iterative_scan) on synthetic corpora of 10k to 1M fragments (seeded mixtures of real fragments,
-or noisy copies with `--corpus copies`; own embedded PostgreSQL)."""
+"""`citegate bench-scale`: the lanes, a full retrieve (the default config and production's own)
+and the HNSW index (build, ef_search x iterative_scan) on synthetic corpora of 10k to 1M
+fragments (seeded mixtures of real fragments, or noisy copies with `--corpus copies`; own
+embedded PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
         retrieve_queries=args.retrieve_queries,
         lexical_budgets=tuple(args.lexical_budgets),
         bm25=not args.no_bm25,
+        production=not args.no_production,
         halfvec=args.halfvec,
         graphs=tuple(args.graphs),
     )
@@ -116,6 +118,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--no-bm25", action="store_true", help="skip the BM25 lexical backend (`store.bm25`)"
+    )
+    p.add_argument(
+        "--no-production",
+        action="store_true",
+        help="skip the retrieve under production's own config, reranker and gate "
+        "(`research.scale_production`)",
     )
     p.add_argument(
         "--halfvec",

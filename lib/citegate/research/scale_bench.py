@@ -23,7 +23,9 @@ each size the bench measures:
   query vectors already computed, so the embedder costs nothing;
 - the lexical lane's other rankers beside the PostgreSQL lane without a budget: each
   `lexical_budget` (its rarest terms first) and the BM25 backend (`store.bm25`: its index build
-  time, p50/p95, overlap@16 with the PostgreSQL lane), each with a full retrieve.
+  time, p50/p95, overlap@16 with the PostgreSQL lane), each with a full retrieve;
+- a full retrieve under production's own config, its reranker and learned gate
+  (`scale_production`), per stage.
 Query vectors are real demo question embeddings from the cached embedder. Growth is summarised as
 log-log slopes; sizes not run (and `extrapolate_to`, 1M by default) have their HNSW build time
 extrapolated from the measured slope, and the report says so.
@@ -51,7 +53,7 @@ from citegate.models.rerank import CosineReranker
 from citegate.pipeline import lanes
 from citegate.pipeline.plan import keywords
 from citegate.pipeline.retrieve import retrieve
-from citegate.research import scale_corpus, scale_halfvec
+from citegate.research import scale_corpus, scale_halfvec, scale_production
 from citegate.research.bench import (
     FORCE_HNSW,
     bench_server,
@@ -114,6 +116,7 @@ class ScaleSettings:
     lexical_budgets: tuple[int, ...] = (1024, 8192)
     bm25: bool = True  # the BM25 backend measured too (its index built at each size, then deleted)
     halfvec: bool = False  # the dense lane over halfvec indexes too (`scale_halfvec`)
+    production: bool = True  # a retrieve under production's own config (`scale_production`)
     # larger HNSW graphs, each built in place of the default one after everything else at a size
     # and swept at `sweep_ef` against the same exact top-16 (`measure_graphs`)
     graphs: tuple[db.HnswGraph, ...] = ()
@@ -150,6 +153,8 @@ class SizeResult:
     # the same BM25 retrieves asked again at once: what is left when every page they read is
     # cached (the first pass pays for pages the load and build left out of shared_buffers)
     retrieve_bm25_again: dict[str, dict[str, float]] = field(default_factory=dict)
+    # production's own config, reranker and gate: stage -> p50/p95 ms (`scale_production`)
+    retrieve_production: dict[str, dict[str, float]] = field(default_factory=dict)
     nn: dict[str, float] = field(default_factory=dict)  # `scale_corpus.Nearest.profile`
     halfvec: dict[str, Any] = field(default_factory=dict)  # `measure_halfvec`
     index_mb: float = 0.0  # the default graph's indexes, every group together
@@ -440,6 +445,7 @@ def run(s: ScaleSettings, tmp_root: Path | None = None) -> dict[str, Any]:
     in what is left of the time budget is not started (nor any larger one), and the build time of
     the sizes not run is extrapolated from the measured slope. The server's data dir goes
     under `tmp_root` (default: the system temp dir; see `bench.bench_server` for what it needs)."""
+    prod = scale_production.load_setup() if s.production else None
     embedder = default_embedder()
     frags = gita_fragments()
     base = np.asarray(embedder.embed_passages([f.text for f in frags]), dtype=np.float32)
@@ -486,6 +492,11 @@ def run(s: ScaleSettings, tmp_root: Path | None = None) -> dict[str, Any]:
                 res.retrieve_bm25_again = measure_retrieve(
                     conn, asked, vectors, lexical_backend="bm25"
                 )
+            if prod is not None:
+                res.retrieve_production = scale_production.measure(
+                    conn, asked, vectors, prod, bm25_built=bool(res.bm25)
+                )
+            if res.bm25:
                 shutil.rmtree(bm25.index_root() / str(res.bm25.pop("key")), ignore_errors=True)
             res.graphs = measure_graphs(conn, qvecs, eid, exacts, s)
             res.wall_s = time.perf_counter() - clock
@@ -495,6 +506,7 @@ def run(s: ScaleSettings, tmp_root: Path | None = None) -> dict[str, Any]:
     ef = "/".join(dict.fromkeys(r.ef_search for r in results))  # one value per size, in order
     real_nn = scale_corpus.nearest_profile(base, seed=s.seed)
     facts = {"base_fragments": len(frags), "ef_search": ef, "iterative_scan": it}
+    facts["production_config"] = prod.facts if prod is not None else {}
     return summarise(s, results, real_nn=real_nn, **facts)
 
 
@@ -542,6 +554,15 @@ def summarise(
             **(
                 {"p50_ms[retrieve]": slope(sizes, [r.retrieve["total"]["p50_ms"] for r in results])}
                 if all(r.retrieve for r in results)
+                else {}
+            ),
+            **(
+                {
+                    "p50_ms[retrieve production]": slope(
+                        sizes, [r.retrieve_production["total"]["p50_ms"] for r in results]
+                    )
+                }
+                if all(r.retrieve_production for r in results)
                 else {}
             ),
         },
