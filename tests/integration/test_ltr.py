@@ -24,9 +24,11 @@ from citegate.models.embed import default_embedder
 from citegate.models.ltr.features import (
     FEATURE_NAMES,
     KNOWN_FEATURES,
+    UNIT_FEATURES,
     cyrillic_stems,
     features,
     roman_stems,
+    verse_unit,
 )
 from citegate.models.ltr.fit import ndcg_by_question, pairs_from, select_and_fit
 from citegate.models.ltr.model import LTRReranker, load_ltr, save_ltr
@@ -144,6 +146,35 @@ def test_cyrillic_overlap_finds_sanskrit_names_of_a_russian_question_in_english_
     assert X[:, KNOWN_FEATURES.index("cyrillic_overlap")].tolist() == [0.75, 0.0]
     assert X[:, KNOWN_FEATURES.index("roman_overlap")].tolist() == [0.0, 0.0]
     assert features("Who is Arjuna?", cands, KNOWN_FEATURES)[:, -1].tolist() == [0.0, 0.0]
+
+
+def test_a_verses_views_are_one_unit_and_a_lone_frame_match_is_not() -> None:
+    """Three views of BG 2.20 (two translations the lexical lane found, its word meanings) carry
+    the unit's count, lexical share, best overlap, best cosine gap and best lexical rank; a verse
+    that shares only "Krishna" is a unit of one, and so is a passage without an address."""
+    q = "What does Krishna say about the soul that cannot be killed?"
+    lex = ("lexical@r1", "dense:verses@r1")
+    cands = [
+        cand(1, "It is not killed when the body is killed.", 0.84, lex, "verse", addr="BG 2.20"),
+        cand(2, "The soul is never born and never dies.", 0.83, lex, "verse", addr="BG 2.20"),
+        cand(3, "hanyate—is killed; na—not", 0.80, kind="commentary", addr="BG 2.20 word meanings"),
+        cand(4, "Lord Shri Krishna said: Arjuna!", 0.87, kind="verse", addr="BG 11.53"),
+        cand(5, "A summary of chapter two.", 0.85),
+    ]
+    cands[0] = replace(cands[0], lex_rank=4)
+    cands[1] = replace(cands[1], lex_rank=2)
+    assert [verse_unit(c) for c in cands] == ["BG 2.20"] * 3 + ["BG 11.53", None]
+    X = features(q, cands, (*FEATURE_NAMES, *UNIT_FEATURES))
+    unit = X[:, len(FEATURE_NAMES) :]
+    views, lexical, overlap, gap, rank = unit.T
+    assert views.tolist() == pytest.approx([math.log1p(3)] * 3 + [math.log1p(1)] * 2)
+    assert lexical.tolist() == pytest.approx([2 / 3] * 3 + [0.0, 0.0])
+    assert gap.tolist() == pytest.approx([0.84 - 0.87] * 3 + [0.0, 0.85 - 0.87])
+    assert rank.tolist() == pytest.approx([0.5] * 3 + [0.0, 0.0])
+    base_overlap = X[:, col("stem_overlap")]
+    assert overlap[:3].tolist() == pytest.approx([base_overlap[:3].max()] * 3)
+    assert overlap[3:].tolist() == pytest.approx(base_overlap[3:].tolist())
+    assert np.array_equal(X[:, : len(FEATURE_NAMES)], features(q, cands))
 
 
 def test_columns_follow_the_names_asked_and_unknown_names_are_refused() -> None:
@@ -309,6 +340,9 @@ def test_cli_registers_ltr_train(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     args = p.parse_args(["ltr", "train", "--extra-features", "roman_overlap"])
     assert args.extra_features == ["roman_overlap"]
+    assert args.lexical_backend == "postgres"
+    args = p.parse_args(["ltr", "train", "--lexical-backend", "bm25"])
+    assert args.lexical_backend == "bm25"
 
 
 def test_rerank_eval_metrics_are_the_evaluation_ones() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from citegate.core.config import LEXICAL_BACKENDS
 from citegate.models.ltr.features import OPTIONAL_FEATURES
 from citegate.models.ltr.model import DEFAULT_NAME, bare_name
 from citegate.research.ltr_training import DEFAULT_SETS, current_reason, train_ltr
@@ -14,7 +15,9 @@ from citegate.store.db import connect
 def cmd_train(args: argparse.Namespace) -> int:
     """`citegate ltr train`: train, save, print a summary."""
     if args.if_stale and (
-        why := current_reason(args.name, args.sets, args.limit, args.extra_features)
+        why := current_reason(
+            args.name, args.sets, args.limit, args.extra_features, args.lexical_backend
+        )
     ):
         print(f"ltr/{bare_name(args.name)} is up to date ({why}); not retraining")
         return 0
@@ -27,6 +30,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             models=args.models,
             progress=True,
             extra_features=args.extra_features,
+            lexical_backend=args.lexical_backend,
         )
     cv = meta["cv"]["mean"]
     print(f"saved {meta['id']} -> {meta['path']}")
@@ -61,6 +65,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=list(OPTIONAL_FEATURES),
         help="optional pair features to train on beside the default ones (a model file names its "
         "features, so models trained without them keep scoring as before)",
+    )
+    t.add_argument(
+        "--lexical-backend",
+        default="postgres",
+        choices=list(LEXICAL_BACKENDS),
+        help="the lexical lane that gathers the training pools: the one the reranker will serve "
+        "behind (default postgres)",
     )
     t.add_argument(
         "--if-stale",

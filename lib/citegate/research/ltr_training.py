@@ -97,18 +97,23 @@ def set_pools(
     *,
     store: Any = None,
     progress: bool = True,
+    lexical_backend: str = "postgres",
 ) -> tuple[Any, list[Any], dict[str, list[int]], dict[str, list[Any]]]:
     """(question set, questions, gold ids, pools with text) for one set and split: the set's
     answerable questions of `split`, cosine traces collected (or read from the trace cache) with
-    `PipelineConfig(embedder=..., corpora=(the set's corpus,), exact_dense=True)`
-    (`TRAINING_DENSE`; `rerank-eval` reads its pools here too), exact check on as in
+    `PipelineConfig(embedder=..., corpora=(the set's corpus,), exact_dense=True,
+    lexical_backend=...)` (`TRAINING_DENSE`; the lexical lane the reranker will serve behind;
+    `rerank-eval` reads its pools here too), exact check on as in
     `traces_for`. Stale cached traces (see `pools_with_text`) are collected afresh (and not
     written back) with a warning."""
     qset = load_set(set_name)
     questions = pick_questions(qset.where(split=split, label="answerable"), limit)
     gold = resolve_gold(conn, qset, embedder.id)
     cfg = PipelineConfig(
-        embedder=embedder.id, corpora=(qset.corpus,), exact_dense=TRAINING_DENSE == "exact"
+        embedder=embedder.id,
+        corpora=(qset.corpus,),
+        exact_dense=TRAINING_DENSE == "exact",
+        lexical_backend=lexical_backend,
     )
     traces = traces_for(
         conn, questions, cfg, embedder, CosineReranker(), store=store, progress=progress
@@ -130,12 +135,19 @@ def set_pools(
 
 
 def _set_items(
-    conn: Any, set_name: str, limit: int | None, emb: Any, store: Any, progress: bool
+    conn: Any,
+    set_name: str,
+    limit: int | None,
+    emb: Any,
+    store: Any,
+    progress: bool,
+    lexical_backend: str,
 ) -> tuple[list[Item], dict[str, Any]]:
     """One set's tune-split training items and its entry in the model metadata."""
     qset, questions, gold, pools = set_pools(
-        conn, set_name, "tune", limit, emb, store=store, progress=progress
-    )
+        conn, set_name, "tune", limit, emb, store=store, progress=progress,
+        lexical_backend=lexical_backend,
+    )  # fmt: skip
     n_pairs = sum(len(pools[q.id]) for q in questions)
     n_hit = sum(any(c.fragment_id in set(gold[q.id]) for c in pools[q.id]) for q in questions)
     meta = {
@@ -167,10 +179,12 @@ def train_ltr(
     store: Any = None,
     models: Sequence[str] | None = None,
     extra_features: Sequence[str] = (),
+    lexical_backend: str = "postgres",
 ) -> dict[str, Any]:
     """Train on the tune split of each set (at most `limit` questions per set) on `FEATURE_NAMES`
-    plus `extra_features` (of `OPTIONAL_FEATURES`), pick the model by cross-validated nDCG@10,
-    save it under `var/models/ltr-<name>.json`; returns the metadata."""
+    plus `extra_features` (of `OPTIONAL_FEATURES`), the pools gathered by the lanes a config with
+    `lexical_backend` runs, pick the model by cross-validated nDCG@10, save it under
+    `var/models/ltr-<name>.json`; returns the metadata."""
     import sklearn
 
     name = bare_name(name)
@@ -180,7 +194,9 @@ def train_ltr(
     items: list[Item] = []
     sets_meta = []
     for set_name in set_names:
-        set_items, set_meta = _set_items(conn, set_name, limit, emb, store, progress)
+        set_items, set_meta = _set_items(
+            conn, set_name, limit, emb, store, progress, lexical_backend
+        )
         items += set_items
         sets_meta.append(set_meta)
     collect_s = time.perf_counter() - clock
@@ -209,6 +225,7 @@ def train_ltr(
         "cv": cv,
         "random_state": random_state,
         "dense": TRAINING_DENSE,
+        "lexical_backend": lexical_backend,
     }
     run = {
         "seconds": {"collect": collect_s, "features": features_s, "fit": fit_s},
@@ -220,7 +237,11 @@ def train_ltr(
 
 
 def current_reason(
-    name: str, set_names: Sequence[str], limit: int | None, extra_features: Sequence[str] = ()
+    name: str,
+    set_names: Sequence[str],
+    limit: int | None,
+    extra_features: Sequence[str] = (),
+    lexical_backend: str = "postgres",
 ) -> str:
     """Non-empty when the saved model `name` was trained on exactly these inputs (sets and their
     digests, limit, features, scikit-learn version, embedder, dense search of the pools): then
@@ -240,6 +261,7 @@ def current_reason(
         and meta.get("sklearn") == sklearn.__version__
         and meta.get("embedder") == default_embedder_id()
         and meta.get("dense", "hnsw") == TRAINING_DENSE
+        and meta.get("lexical_backend", "postgres") == lexical_backend
     )
     trained_at = load_run(name).get("trained_at", "earlier")
     return f"trained {trained_at} on the same inputs" if same else ""

@@ -20,7 +20,15 @@ names its features, so adding one here leaves every saved model scoring as it di
   every other overlap feature is 0 and the reranker would see cosines alone;
 - `cyrillic_overlap`: the same for a Russian question's Cyrillic words, written in Latin as Russian
   spells Sanskrit names (`core.romanise.latinise_cyrillic`), against English passages (the gita
-  build holds no Russian text).
+  build holds no Russian text);
+- the verse-unit features `unit_views`, `unit_lexical`, `unit_overlap`, `unit_cos_gap`: a verse's
+  views (its translations and its word meanings, every fragment whose address names the verse) are
+  one unit, and each view carries what the pool holds of its whole unit: log(1 + the unit's views in
+  the pool), the share of them the lexical lane found, their best stem overlap, their best cosine's
+  gap to the pool's best, and 1 / the best round-one rank the lexical lane gave any of them (0 when
+  it found none: BM25 weighs a rare word above a frame word). A question about a theme the verse states ("the soul that cannot be
+  killed") finds many of its translations; a passage that shares only a frame word ("Krishna
+  said") is one view alone. A candidate without a verse address is a unit of its own.
 
 The candidate pool of a question is what `retrieve._rerank` scores: every candidate that the ANN
 lanes found (`ann_missed` ones, seen only by the exact check, are left out of training and eval).
@@ -71,7 +79,14 @@ FEATURE_NAMES: tuple[str, ...] = (
     "log_len",
     "lang_match",
 )
-OPTIONAL_FEATURES: tuple[str, ...] = ("roman_overlap", "cyrillic_overlap")
+UNIT_FEATURES: tuple[str, ...] = (
+    "unit_views",
+    "unit_lexical",
+    "unit_overlap",
+    "unit_cos_gap",
+    "unit_lexical_rank",
+)
+OPTIONAL_FEATURES: tuple[str, ...] = ("roman_overlap", "cyrillic_overlap", *UNIT_FEATURES)
 KNOWN_FEATURES: tuple[str, ...] = FEATURE_NAMES + OPTIONAL_FEATURES
 
 
@@ -206,7 +221,45 @@ def features(
         q = cyrillic_stems(question)
         col = KNOWN_FEATURES.index("cyrillic_overlap")
         full[:, col] = [_share(q, _folded_stems(c.text or "")) for c in cands]
+    if any(n in UNIT_FEATURES for n in names):
+        at = [KNOWN_FEATURES.index(n) for n in UNIT_FEATURES]
+        full[:, at] = unit_columns(cands, base)
     return full[:, [KNOWN_FEATURES.index(n) for n in check_feature_names(names)]]
+
+
+@lru_cache(maxsize=50_000)
+def _unit_of_label(label: str) -> str | None:
+    refs = find_verse_refs(label)
+    return verse_label(*refs[0]) if refs else None
+
+
+def verse_unit(c: Scorable) -> str | None:
+    """The verse a candidate is a view of (its address: a translation's "BG 2.20", word meanings'
+    "BG 2.20 word meanings"), None for a candidate that names no verse."""
+    label = getattr(c, "addr_label", None)
+    if not label or c.kind not in ("verse", "commentary"):
+        return None
+    return _unit_of_label(label)
+
+
+def unit_columns(cands: Sequence[Scorable], base: np.ndarray) -> np.ndarray:
+    """The `UNIT_FEATURES` columns from the pool and its base feature matrix."""
+    units: dict[str, list[int]] = {}
+    for i, c in enumerate(cands):
+        units.setdefault(verse_unit(c) or f"#{i}", []).append(i)
+    out = np.zeros((len(cands), len(UNIT_FEATURES)), dtype=np.float64)
+    lexical, overlap = base[:, _COL["lane_lexical"]], base[:, _COL["stem_overlap"]]
+    gap = base[:, _COL["cos_gap"]]
+    inv_rank = np.array([1.0 / r if (r := getattr(c, "lex_rank", None)) else 0.0 for c in cands])
+    for members in units.values():
+        out[members] = (
+            math.log1p(len(members)),
+            float(lexical[members].mean()),
+            float(overlap[members].max()),
+            float(gap[members].max()),
+            float(inv_rank[members].max()),
+        )
+    return out
 
 
 def _base_features(question: str, cands: Sequence[Scorable]) -> np.ndarray:
