@@ -3,6 +3,8 @@ conclusion's claims about the floors following from the numbers given."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 from study_factory import cand, make_study, question, study_set
@@ -94,6 +96,30 @@ def test_arm_table(study: Study) -> None:
     assert set(split["split"]) == {"all", *{q.split for q in study.sets["s"].questions}}
     line = fs.arm_conclusion(table, "design", "high")
     assert "0.333 of 3 questions" in line and "against 0.667 for `design` (-0.333)" in line
+
+
+def test_recall_by_whether_the_question_names_its_verse(study: Study) -> None:
+    """q1 names its verse (its gold survives the design floor, not 0.45), q2 and q3 name none
+    (q2's gold survives both floors, q3's was never retrieved)."""
+    s = study.sets["s"]
+    s.questions[0] = replace(s.questions[0], mentions_address=True)
+    arms = [
+        fs.Arm("design", study.config, study, recollected=False),
+        fs.Arm("high", study.config.replace(pre_floor=0.45), study, recollected=False),
+    ]
+    table = fs.arm_naming_table(arms, n_boot=50).set_index(["arm", "naming"])
+    assert table.loc[("design", "names a verse"), "recall"] == 1.0
+    assert table.loc[("high", "names a verse"), "recall"] == 0.0
+    assert table.loc[("high", "names no verse"), "questions"] == 2
+    assert table.loc[("high", "names no verse"), "recall"] == pytest.approx(0.5)
+    assert fs.naming_metrics(table.reset_index()) == pytest.approx(
+        {
+            "recall_s_design.names_verse": 1.0,
+            "recall_s_design.names_no_verse": 0.5,
+            "recall_s_high.names_verse": 0.0,
+            "recall_s_high.names_no_verse": 0.5,
+        }
+    )
 
 
 def test_an_arm_replays_the_runs_traces_unless_its_collection_differs(study: Study) -> None:

@@ -5,7 +5,7 @@ Pure functions of a loaded `Study` (traces replayed in memory: no database, no m
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -214,14 +214,27 @@ class Arm:
     recollected: bool
 
 
-def _arm_rows(arm: Arm, n_boot: int, by: str = "language") -> list[dict[str, Any]]:
-    """One row per set and value of the question attribute `by` ("all" first) of one arm."""
+NAMES_VERSE, NAMES_NO_VERSE = "names a verse", "names no verse"
+
+
+def naming(q: Any) -> str:
+    """Whether a question names the verse it asks about ("BG 2.47", "Chapter 2, Verse 47"): a
+    question that names none has to be found by its theme."""
+    return NAMES_VERSE if q.mentions_address else NAMES_NO_VERSE
+
+
+def _arm_rows(
+    arm: Arm, n_boot: int, by: str = "language", key: Callable[[Any], str] | None = None
+) -> list[dict[str, Any]]:
+    """One row per set and value of the question attribute `by` ("all" first) of one arm; `key`,
+    when given, computes that value from the question instead of reading the attribute."""
+    value_of = key or (lambda q: getattr(q, by))
     rows = []
     for name, s in arm.study.sets.items():
         results = s.replay_all(arm.config)
         timings = [sum(s.traces[q.id].timings.values()) for q in s.questions]
-        for value in ["all", *sorted({getattr(q, by) for q in s.questions})]:
-            qs = [q for q in s.questions if value in ("all", getattr(q, by))]
+        for value in ["all", *sorted({value_of(q) for q in s.questions})]:
+            qs = [q for q in s.questions if value in ("all", value_of(q))]
             rows.append(
                 {
                     "set": name,
@@ -274,6 +287,23 @@ def arm_split_table(arms: Sequence[Arm], n_boot: int = 1000) -> pd.DataFrame:
     """`arm_table` by split (tune, test) instead of language: an arm whose model was fitted on
     tune-split questions (the LTR reranker) shows its held-out recall in the test rows."""
     return pd.DataFrame([row for arm in arms for row in _arm_rows(arm, n_boot, "split")])
+
+
+def arm_naming_table(arms: Sequence[Arm], n_boot: int = 1000) -> pd.DataFrame:
+    """`arm_table` by whether the question names its verse (`naming`) instead of language: a
+    thematic question, which names none, is found by retrieval alone."""
+    rows = [row for arm in arms for row in _arm_rows(arm, n_boot, "naming", naming)]
+    return pd.DataFrame(rows)
+
+
+def naming_metrics(table: pd.DataFrame) -> dict[str, float]:
+    """`recall_<set>_<arm>.names_verse` and `.names_no_verse` from `arm_naming_table`."""
+    out = {}
+    for row in table.to_dict("records"):
+        if row["naming"] != "all":
+            key = f"recall_{row['set']}_{row['arm']}".replace("-", "_")
+            out[f"{key}.{row['naming'].replace(' a ', ' ').replace(' ', '_')}"] = row["recall"]
+    return out
 
 
 def arm_waterfall(arms: Sequence[Arm]) -> pd.DataFrame:
