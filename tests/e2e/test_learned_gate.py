@@ -21,6 +21,7 @@ from citegate.models.embed import default_embedder
 from citegate.pipeline import decide as D
 from citegate.store import load_production_config
 from citegate.store.ingest import ingest
+from citegate.store.tables import refresh_lexemes
 from citegate.tracking.runner import run_experiment
 from citegate.tracking.spec import load_spec
 
@@ -102,6 +103,10 @@ def test_cached_index_facts_are_read_afresh_after_a_reingest(conn: psycopg.Conne
     assert after.addresses == {"BG 1.1", "BG 1.2", "BG 1.3"} and after.n_docs == 3
     assert after.doc_freq["duty"] == 1 and "duty" not in first.doc_freq
 
+    # Rows changed outside an ingest keep the build's stamp (the cache key costs one primary-key
+    # read, not a pass over the build); the ingest's stamping step names the new rows.
     conn.execute("DELETE FROM fragments WHERE addr_label = 'BG 1.3'")  # a deletion, same ids else
+    assert D.cached_index_facts(conn, ["facts"], emb.id) is after
+    refresh_lexemes(conn, emb.id, "facts")
     assert D.cached_index_facts(conn, ["facts"], emb.id).addresses == {"BG 1.1", "BG 1.2"}
     assert D.cached_index_facts(conn, ["other"], emb.id).n_docs == 0  # a key per corpus set

@@ -43,7 +43,7 @@ import tantivy
 
 from citegate.core.paths import var_dir
 from citegate.store import bm25_folders as folders
-from citegate.store.tables import fragment_sets
+from citegate.store.tables import fragment_sets, stamped_sets
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +68,6 @@ UNION ALL
 SELECT t.i, 'si', {_TOKEN} FROM unnest(%(texts)s::text[]) WITH ORDINALITY AS t(txt, i),
        unnest(to_tsvector('simple', t.txt)) AS u
 """
-STAMPS_SQL = """
-SELECT corpus, fragment_set FROM fragment_stamps
-WHERE embedder_id = %(eid)s AND corpus = ANY(%(corpora)s)
-"""
 REASON_CHARS = 120  # of a tantivy error in the warning line (its messages can quote file bytes)
 
 
@@ -90,17 +86,6 @@ def index_key(embedder_id: str, sets: dict[str, str]) -> str:
 def held(sets: dict[str, str]) -> dict[str, str]:
     """The builds of `sets` that hold fragments: a corpus without any ("0:") is in no index."""
     return {c: d for c, d in sets.items() if not d.startswith("0:")}
-
-
-def stamped_sets(conn: psycopg.Connection, embedder_id: str, corpora: Sequence[str]) -> dict:
-    """corpus -> fragment-set digest as the last ingest stamped it (one primary-key read); a
-    build without a stamp (ingested before stamps existed) is counted now (`fragment_sets`)."""
-    rows = conn.execute(STAMPS_SQL, {"eid": embedder_id, "corpora": list(corpora)}).fetchall()
-    got = dict(rows)
-    missing = [c for c in corpora if c not in got]
-    if missing:
-        got.update(fragment_sets(conn, missing, embedder_id))
-    return {c: got[c] for c in corpora}
 
 
 @dataclass(frozen=True)

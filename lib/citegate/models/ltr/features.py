@@ -25,10 +25,11 @@ names its features, so adding one here leaves every saved model scoring as it di
   views (its translations and its word meanings, every fragment whose address names the verse) are
   one unit, and each view carries what the pool holds of its whole unit: log(1 + the unit's views in
   the pool), the share of them the lexical lane found, their best stem overlap, their best cosine's
-  gap to the pool's best, and 1 / the best round-one rank the lexical lane gave any of them (0 when
-  it found none: BM25 weighs a rare word above a frame word). A question about a theme the verse states ("the soul that cannot be
-  killed") finds many of its translations; a passage that shares only a frame word ("Krishna
-  said") is one view alone. A candidate without a verse address is a unit of its own.
+  gap to the pool's best, and 1 / the best round-one rank the lexical lane gave any of them (0
+  when it found none: BM25 weighs a rare word above a frame word). A question about a theme the
+  verse states ("the soul that cannot be killed") finds many of its translations; a passage that
+  shares only a frame word ("Krishna said") is one view alone. A candidate without a verse address
+  is a unit of its own, and so is each corpus's copy of a verse.
 
 The candidate pool of a question is what `retrieve._rerank` scores: every candidate that the ANN
 lanes found (`ann_missed` ones, seen only by the exact check, are left out of training and eval).
@@ -244,9 +245,9 @@ def verse_unit(c: Scorable) -> str | None:
 
 def unit_columns(cands: Sequence[Scorable], base: np.ndarray) -> np.ndarray:
     """The `UNIT_FEATURES` columns from the pool and its base feature matrix."""
-    units: dict[str, list[int]] = {}
+    units: dict[tuple[str, str], list[int]] = {}
     for i, c in enumerate(cands):
-        units.setdefault(verse_unit(c) or f"#{i}", []).append(i)
+        units.setdefault((getattr(c, "corpus", ""), verse_unit(c) or f"#{i}"), []).append(i)
     out = np.zeros((len(cands), len(UNIT_FEATURES)), dtype=np.float64)
     lexical, overlap = base[:, _COL["lane_lexical"]], base[:, _COL["stem_overlap"]]
     gap = base[:, _COL["cos_gap"]]
