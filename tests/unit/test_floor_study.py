@@ -120,6 +120,13 @@ def test_recall_by_whether_the_question_names_its_verse(study: Study) -> None:
             "recall_s_high.names_no_verse": 0.5,
         }
     )
+    s.questions[0] = replace(s.questions[0], mentions_address=False)
+    none_named = fs.arm_naming_table(arms[:1], n_boot=50)
+    assert set(none_named["naming"]) == {"all", "names no verse"}
+    s.questions[1] = replace(s.questions[1], mentions_address=True)
+    s.gold.pop("q2")  # the one question naming a verse has no gold: no recall, no metric
+    named_nogold = fs.arm_naming_table(arms[:1], n_boot=50)
+    assert "recall_s_design.names_verse" not in fs.naming_metrics(named_nogold)
 
 
 def test_an_arm_replays_the_runs_traces_unless_its_collection_differs(study: Study) -> None:

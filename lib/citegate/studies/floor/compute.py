@@ -297,10 +297,11 @@ def arm_naming_table(arms: Sequence[Arm], n_boot: int = 1000) -> pd.DataFrame:
 
 
 def naming_metrics(table: pd.DataFrame) -> dict[str, float]:
-    """`recall_<set>_<arm>.names_verse` and `.names_no_verse` from `arm_naming_table`."""
+    """`recall_<set>_<arm>.names_verse` and `.names_no_verse` from `arm_naming_table`; a group
+    without a question that has gold (a small sample) has no recall and gives no metric."""
     out = {}
     for row in table.to_dict("records"):
-        if row["naming"] != "all":
+        if row["naming"] != "all" and row["questions"] > 0:
             key = f"recall_{row['set']}_{row['arm']}".replace("-", "_")
             out[f"{key}.{row['naming'].replace(' a ', ' ').replace(' ', '_')}"] = row["recall"]
     return out
