@@ -3,6 +3,7 @@ what was done, or exit 2 with one line on stderr and the database as it was."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,59 @@ def test_remove_by_key_or_source_and_an_unknown_key_removes_nothing(
     code, out, _ = run(capsys, "remove", "--source", "notes.yaml", "--corpus", "tiny")
     assert (code, out) == (0, "removed 1 note from tiny\n")
     assert run(capsys, "list")[1] == "no curated notes\n"
+
+
+# Control, bidi and zero-width characters in a note, as YAML escapes (the file itself is plain).
+HOSTILE_BODY = (
+    r"The self \u202eis never\u200b born \x1b[2J\x07and \u2066never\u2069 dies.\n\tIt\x9b lasts."
+)
+HOSTILE = {"\u202e", "\u200b", "\x1b", "\x07", "\u2066", "\u2069", "\x9b", "\ufeff", "\r"}
+
+
+def hostile_notes(label: str) -> str:
+    """A notes file whose pinned note holds hostile characters in its body, a trigger and its
+    author."""
+    return (
+        notes_yaml(label)
+        .replace("body: The self is never born and never dies.", f'body: "{HOSTILE_BODY}"')
+        .replace(
+            "triggers: [is the self eternal,", r'triggers: ["is the self eternal", "\ufeffx\ry",'
+        )
+        .replace("author: editors", r'author: "ed\u202eitors"', 1)
+    )
+
+
+def test_control_and_bidi_characters_of_a_note_are_shown_escaped_never_raw(
+    tiny: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, label = tiny
+    path = write_file(tmp_path, hostile_notes(label), "hostile.yaml")
+    assert run(capsys, "import", str(path))[0] == 0
+    code, out, _ = run(capsys, "show", "eternal-self", "--corpus", "tiny")
+    assert code == 0 and not HOSTILE & set(out), ascii(out)
+    assert "author: ed\\u202eitors; date: 2026-01-01" in out
+    assert "  - \\ufeffx\\x0dy\n" in out  # one trigger, one line
+    body = (
+        "body:\n  The self \\u202eis never\\u200b born \\x1b[2J\\x07and \\u2066never\\u2069 dies."
+    )
+    assert body + "\n  \tIt\\x9b lasts.\n" in out  # the body's own line break and tab kept
+    code, out, _ = run(capsys, "list")
+    assert code == 0 and not HOSTILE & set(out) and len(out.splitlines()) == 2
+    assert all(line.count("\t") == 5 for line in out.splitlines())
+
+
+def test_ask_shows_a_pinned_note_with_control_characters_escaped(
+    tiny: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, label = tiny
+    assert run(capsys, "import", str(write_file(tmp_path, hostile_notes(label))))[0] == 0
+    ask = ["ask", "is the self eternal", "--corpus", "tiny"]
+    assert main(ask) == 0
+    out = capsys.readouterr().out
+    assert "note:eternal-self" in out and not HOSTILE & set(out), ascii(out)
+    assert "The self \\u202eis never\\u200b born \\x1b[2J\\x07and" in out
+    assert main([*ask, "--json"]) == 0
+    out = capsys.readouterr().out
+    assert not HOSTILE & set(out), ascii(out)
+    (note,) = [n for n in json.loads(out)["notes"] if n["address"] == "note:eternal-self"]
+    assert note["text"] == HOSTILE_BODY.encode().decode("unicode_escape")  # as stored

@@ -4,6 +4,7 @@ test_memory_cli.py)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import psycopg
@@ -124,6 +125,22 @@ def test_remove_by_key_or_source_and_an_unknown_key_removes_nothing(
         assert remove_notes(conn, "tiny", ["setting"]) == 1
         assert remove_notes(conn, "tiny", source="notes.yaml") == 1
         assert list_notes(conn) == []
+
+
+def test_control_and_bidi_characters_are_stored_as_written(
+    tiny: tuple[str, str], tmp_path: Path
+) -> None:
+    """Only their display is escaped (`core.terminal.visible`): the stored note keeps them."""
+    url, label = tiny
+    body = "The self \u202eis\u200b never \x1b[2J\x07born\x9b \u2066and\u2069\ufeff dies."
+    text = notes_yaml(label).replace(
+        "body: The self is never born and never dies.", f"body: {json.dumps(body)}"
+    )
+    with db.connect(url) as conn:
+        import_notes(conn, read_notes(write_file(tmp_path, text)), default_embedder())
+        assert get_note(conn, "tiny", "eternal-self").body == body
+        stored = conn.execute("SELECT text FROM attribution_units WHERE unit = 'body'").fetchall()
+        assert (body,) in stored
 
 
 def test_migration_refuses_an_old_attributions_table_that_holds_rows(fresh_db: str) -> None:

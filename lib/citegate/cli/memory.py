@@ -3,7 +3,9 @@
 
 An import is all or nothing and refuses to overwrite a note of another source, or a source
 imported with other content, without `--replace`; `remove` names what it removes, and refuses
-an unknown key without removing anything.
+an unknown key without removing anything. Every text a note or its file brings in is printed
+through `core.terminal.visible`: a control or bidi character in it is shown escaped, never
+obeyed by the terminal; the stored note keeps it as written.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import argparse
 
 from citegate.core.config import production
 from citegate.core.errors import ConfigError
+from citegate.core.terminal import visible
 from citegate.corpus.notes import NoteKind, read_notes
 from citegate.models.embed import default_embedder
 from citegate.store.db import connect
@@ -28,32 +31,34 @@ def cmd_import(args: argparse.Namespace) -> int:
     notes = read_notes(args.file)
     with connect() as conn:
         report = import_notes(conn, notes, default_embedder(), replace=args.replace)
-    print(report)
+    print(visible(str(report), keep=""))
     return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """One line per stored note."""
+    """One line per stored note, its fields apart by tabs (a tab or newline inside a field is
+    shown escaped, so each note stays one line of the same columns)."""
     with connect() as conn:
         notes = list_notes(conn, args.corpus, args.kind)
     for n in notes:
-        cites = ", ".join(n.cites) or "-"
-        print(f"{n.corpus}\t{n.key}\t{n.kind}\t{n.lang}\t{cites}\t{n.source}")
+        fields = (n.corpus, n.key, n.kind, n.lang, ", ".join(n.cites) or "-", n.source)
+        print("\t".join(visible(f, keep="") for f in fields))
     if not notes:
-        print("no curated notes" + (f" in {args.corpus}" if args.corpus else ""))
+        print("no curated notes" + (f" in {visible(args.corpus, keep='')}" if args.corpus else ""))
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """One note, whole."""
+    """One note, whole: a header line, author, triggers, cites, then the body indented (its
+    own line breaks and tabs kept; every other field on its line)."""
     corpus = _default_corpus(args)
     with connect() as conn:
         n = get_note(conn, corpus, args.key)
-    print(f"{n.address} ({n.kind}, {n.lang}) in {n.corpus}, from {n.source}")
-    print(f"author: {n.author}; date: {n.written}")
-    print("triggers:\n" + "\n".join(f"  - {t}" for t in n.triggers))
-    print(f"cites: {', '.join(n.cites) or '-'}")
-    print(f"body:\n  {n.body}")
+    print(visible(f"{n.address} ({n.kind}, {n.lang}) in {n.corpus}, from {n.source}", keep=""))
+    print(visible(f"author: {n.author}; date: {n.written}", keep=""))
+    print("triggers:\n" + "\n".join(f"  - {visible(t, keep='')}" for t in n.triggers))
+    print(f"cites: {visible(', '.join(n.cites), keep='') or '-'}")
+    print("body:\n" + "\n".join(f"  {row}" for row in visible(n.body).split("\n")))
     return 0
 
 
@@ -64,7 +69,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
     corpus = _default_corpus(args)
     with connect() as conn:
         n = remove_notes(conn, corpus, args.keys, args.source)
-    print(f"removed {n} note{'s' if n != 1 else ''} from {corpus}")
+    print(f"removed {n} note{'s' if n != 1 else ''} from {visible(corpus, keep='')}")
     return 0
 
 

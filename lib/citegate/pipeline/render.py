@@ -3,6 +3,12 @@
 The pipeline's own reply text uses `where` (a note's address), and `citegate ask` prints
 `render_text` / `to_json` (retrieval) and `render_turn` / `turn_dict` (the `--answer` turn).
 Plain functions of the result objects, no I/O: the CLI only chooses which one to print.
+
+Text that comes from users' files, the corpus or a model (the question, an address, a passage, a
+note's body, the answer, a claim) is shown through `core.terminal.visible`: a control or bidi
+character in it is written as its escape, never obeyed by the terminal. A field of one line
+loses its line breaks too (`_field`); the text output as a whole keeps only newline and tab, and
+the JSON output writes such characters as JSON escapes, so it parses to the stored text.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import json
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
+from citegate.core.terminal import visible
 from citegate.core.types import MemoryOutcome, Stage
 from citegate.pipeline.cut import verse_group
 from citegate.pipeline.retrieve import Candidate, RetrievalResult
@@ -26,10 +33,15 @@ def where(c: Candidate) -> str:
     return c.addr_label or c.frag_key
 
 
+def _field(text: object) -> str:
+    """One field of one line of output: every control, bidi and line-break character escaped."""
+    return visible(str(text), keep="")
+
+
 def render_text(res: RetrievalResult, show_trace: bool = False) -> str:
     """The notes (kind, address, cosine, rerank) and the gate's verdict per round."""
     lines = [
-        f"question: {res.trace.question}",
+        f"question: {_field(res.trace.question)}",
         f"decision: {res.decision}  "
         f"(max cosine {res.max_score:.3f}; reranker {res.trace.reranker_id})",
     ]
@@ -44,20 +56,20 @@ def render_text(res: RetrievalResult, show_trace: bool = False) -> str:
     lines.append(f"{len(res.notes)} notes:")
     for i, c in enumerate(res.notes, 1):
         rr = "-" if c.rerank_score is None else f"{c.rerank_score:.3f}"
-        snippet = " ".join(c.text.split())[:90]
+        snippet = _field(" ".join(c.text.split())[:90])
         lines.append(
-            f"{i:>3}. [{c.kind}] {where(c)}  cos={c.score:.3f} rerank={rr}\n     {snippet}"
+            f"{i:>3}. [{c.kind}] {_field(where(c))}  cos={c.score:.3f} rerank={rr}\n     {snippet}"
         )
     if show_trace:
         lines.append(trace_table(res))
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 def memory_lines(mem: MemoryOutcome) -> list[str]:
     """What curated memory did: the policy and why, then each note that took part and how."""
     lines = [f"memory: {mem.policy} policy ({mem.reason})"]
     lines += [
-        f"  note {u.key} [{u.kind}] {u.role}: similarity {u.similarity:.3f} via {u.via}"
+        f"  note {_field(u.key)} [{u.kind}] {u.role}: similarity {u.similarity:.3f} via {u.via}"
         for u in mem.uses
     ]
     return lines
@@ -68,7 +80,7 @@ def trace_table(res: RetrievalResult) -> str:
     frame = res.trace.to_frame()
     frame["stage"] = [res.stage.get(i, "") for i in frame["fragment_id"]]
     cols = ["fragment_id", "kind", "addr_label", "score", "rerank_score", "round", "lanes", "stage"]
-    return frame[cols].to_string(index=False, max_colwidth=40)
+    return visible(frame[cols].to_string(index=False, max_colwidth=40), keep="\n")
 
 
 def trace_rows(res: RetrievalResult) -> list[dict[str, object]]:
@@ -138,8 +150,9 @@ def result_dict(res: RetrievalResult, show_trace: bool = False) -> dict[str, obj
 
 
 def dumps(data: object) -> str:
-    """The JSON text every machine-readable output uses (UTF-8 kept, indented)."""
-    return json.dumps(data, ensure_ascii=False, indent=2)
+    """The JSON text every machine-readable output uses (UTF-8 kept, indented), with control
+    and bidi characters written as JSON escapes: safe on a terminal, the same data parsed."""
+    return visible(json.dumps(data, ensure_ascii=False, indent=2), as_json=True)
 
 
 def to_json(res: RetrievalResult, show_trace: bool = False) -> str:
@@ -154,14 +167,14 @@ def render_turn(turn: Turn) -> str:
         why = f"  ({turn.reason})"
     else:
         why = f"  (corpus insufficient: {turn.reason})" if turn.corpus_insufficient else ""
-    lines = [f"branch: {turn.branch}{why}", composer_line(turn)]
+    lines = [f"branch: {turn.branch}{_field(why)}", composer_line(turn)]
     if turn.models:
         roles = ", ".join(f"{r} {m}" for r, m in turn.models.items())
         lines.append(f"role models (each started only if its role runs): {roles}")
     if turn.fallback_skipped:
-        lines.append(f"fallback not run: {turn.fallback_skipped}")
+        lines.append(f"fallback not run: {_field(turn.fallback_skipped)}")
     for d in turn.dropped:
-        lines.append(f"dropped model output: {d}")
+        lines.append(f"dropped model output: {_field(d)}")
     if turn.fallback is not None:
         fa = turn.fallback
         lines.append(f"fallback model: {fa.model}  variant {fa.variant}  parse {fa.status}")
@@ -169,14 +182,14 @@ def render_turn(turn: Turn) -> str:
             lines.append("fallback model: run on request; it has passed no bar (notebook 04)")
         lines.append(f"in scope (model): {fa.in_scope}")
     if turn.disclaimer:
-        lines.append(f"painted disclaimer: {turn.disclaimer}")
+        lines.append(f"painted disclaimer: {_field(turn.disclaimer)}")
     for c in turn.pointers:
-        lines.append(f"pointer [{c.kind}] {where(c)}  cos={c.score:.3f} (not cited)")
+        lines.append(f"pointer [{c.kind}] {_field(where(c))}  cos={c.score:.3f} (not cited)")
     if turn.probes:
-        lines.append("probes: " + " | ".join(turn.probes))
+        lines.append("probes: " + " | ".join(map(_field, turn.probes)))
         lines.append(f"admitted citations: {len(turn.admitted)} (first 8 shown)")
         for c in turn.admitted[:8]:
-            lines.append(f"  admitted [{c.kind}] {where(c)}  cos={c.score:.3f}")
+            lines.append(f"  admitted [{c.kind}] {_field(where(c))}  cos={c.score:.3f}")
     lines.append(
         "usage: {calls:.0f} calls, {prompt_tokens:.0f}+{completion_tokens:.0f} tokens, "
         "{latency_s:.1f} s".format(**turn.usage)
@@ -184,7 +197,7 @@ def render_turn(turn: Turn) -> str:
     lines += ["", turn.text]
     if turn.check is not None:
         lines += ["", *check_lines(turn)]
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 def composer_line(turn: Turn) -> str:
@@ -209,16 +222,16 @@ def check_lines(turn: Turn) -> list[str]:
         f"markers); support >= {check.threshold:.4f} ({check.scorer}); policy {check.policy}; "
         f"{check.elapsed_ms:.0f} ms"
     ]
-    labels = {str(n): where(n_c) for n, n_c in enumerate(turn.admitted or turn.notes, 1)}
+    labels = {str(n): _field(where(n_c)) for n, n_c in enumerate(turn.admitted or turn.notes, 1)}
     for n, v in enumerate(check.verdicts, 1):
         score = "-" if v.score is None else f"{v.score:.3f}"
-        cited = ", ".join(labels.get(k, k) for k in v.cited) or "-"
+        cited = ", ".join(labels.get(k, _field(k)) for k in v.cited) or "-"
         gone = "  (removed)" if v in check.removed else ""
-        fab = f"  never offered: {', '.join(v.fabricated)}" if v.fabricated else ""
+        fab = f"  never offered: {_field(', '.join(v.fabricated))}" if v.fabricated else ""
         lines.append(f"  {n}. {v.status:<11} score={score}  cites {cited}{fab}{gone}")
-        lines.append(f"     {v.text[:120]}")
+        lines.append(f"     {_field(v.text[:120])}")
     if check.uncited_notes:
-        unused = ", ".join(f"[{k}] {labels.get(k, k)}" for k in check.uncited_notes)
+        unused = ", ".join(f"[{_field(k)}] {labels.get(k, _field(k))}" for k in check.uncited_notes)
         lines.append(f"retrieved, not cited: {unused}")
     return lines
 
