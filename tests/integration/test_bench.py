@@ -40,10 +40,27 @@ def finite(v: object) -> bool:
 def result() -> Iterator[dict]:
     """One toy benchmark run. Its server lives in a private temp dir, not in pytest's numbered
     tmp dirs, which a concurrent pytest session may rotate away under the running server."""
-    sizes = bench.Sizes(ingest_frags=6, questions=3, ingest_rounds=3)
+    sizes = bench.Sizes(ingest_frags=6, questions=3, ingest_rounds=3, callers=2, per_caller=3)
     workdir = Path(tempfile.mkdtemp(prefix="citegate-bench-test-"))
     yield bench.run(sizes, frags=toy_corpus(), workdir=workdir)
     shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_the_load_part_shares_one_service_and_opens_at_once_without_an_error(
+    result: dict,
+) -> None:
+    load = result["load"]
+    assert load["config"] == "production"
+    for key in ("single", "threads_shared", "processes"):
+        assert load[key]["errors"] == 0, load[key]["error_kinds"]
+        assert finite(load[key]["p95_ms"]) and finite(load[key]["calls_per_s"])
+    assert load["single"]["calls"] == 3
+    assert load["threads_shared"]["calls"] == load["processes"]["calls"] == 2 * 3
+    assert load["opens"] == {"opens": 2, "errors": 0, "error_kinds": {}}
+    assert finite(load["shared_p95_over_single"])
+    goals = result["goals"]
+    assert goals["shared_service_errors"]["met"] and goals["concurrent_open_errors"]["met"]
+    assert "Service.open at once" in bench.render(result)
 
 
 def test_every_part_reports_finite_numbers(result: dict) -> None:

@@ -12,14 +12,17 @@
 4. replay throughput (configs × questions per second), scalar `replay` and vectorised
    `replay_many` in the same run, ÷ fresh-retrieve throughput, and whether the two agree on
    every config × question;
+   then (4d) load: production's `Service` shared by 8 threads, and one per process in 8
+   processes, each caller answering 50 questions, against one client alone (errors, p50/p95,
+   calls/s), and 8 `Service.open` calls at once on a server none has started;
 5. the environment the numbers were measured in.
 
 A table goes to stdout; the numbers go to `var/bench/bench.json` (or `--out`); the goals the
 headline ratios are held against live in `experiments/bench.yaml`.
 
 Modules: `common` (corpus, sizes, timing helpers), `server` (the private PostgreSQL), `ingest`
-(part 1), `search` (parts 2 and 3), `replay` (part 4), `run` (the run and part 5), `goals` (the
-goal file and the verdicts), `report` (tables and JSON).
+(part 1), `search` (parts 2 and 3), `replay` (part 4), `load` (part 4d), `run` (the run and
+part 5), `goals` (the goal file and the verdicts), `report` (tables and JSON).
 """
 
 from __future__ import annotations

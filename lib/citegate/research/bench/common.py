@@ -31,10 +31,12 @@ class Sizes:
     ingest_frags: int
     questions: int
     ingest_rounds: int = 5  # interleaved (raw, ingest) pairs
+    callers: int = 8  # the load part's threads sharing one Service, and its processes
+    per_caller: int = 50  # questions each caller of the load part answers
 
 
 FULL = Sizes(ingest_frags=600, questions=200)
-QUICK = Sizes(ingest_frags=150, questions=40, ingest_rounds=3)
+QUICK = Sizes(ingest_frags=150, questions=40, ingest_rounds=3, per_caller=20)
 
 
 def pcts(seconds: Sequence[float]) -> dict[str, float]:

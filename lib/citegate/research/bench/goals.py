@@ -22,6 +22,9 @@ NAMES = (
     "learned_gate_over_coverage",
     "levers_over_seed",
     "claim_check_p50_ms",
+    "shared_service_errors",
+    "shared_p95_over_single",
+    "concurrent_open_errors",
 )
 BETTER = ("higher", "lower")
 
@@ -84,6 +87,10 @@ def score_goals(
         )
     if "answer_stage" in res:
         values["claim_check_p50_ms"] = res["answer_stage"]["check"]["p50_ms"]
+    if "load" in res:
+        values["shared_service_errors"] = res["load"]["threads_shared"]["errors"]
+        values["shared_p95_over_single"] = res["load"]["shared_p95_over_single"]
+        values["concurrent_open_errors"] = res["load"]["opens"]["errors"]
     if "learned_over_coverage" in res.get("gate", {}):
         values["learned_gate_over_coverage"] = res["gate"]["learned_over_coverage"]
     out = {

@@ -13,6 +13,7 @@ import numpy as np
 from citegate.core import paths
 from citegate.research.bench.answer import answer_rows
 from citegate.research.bench.common import STAGES, ratio
+from citegate.research.bench.load import load_rows
 from citegate.research.bench.replay import VECTOR_REPEATS
 from citegate.research.gate_bench import gate_rows
 
@@ -243,6 +244,12 @@ def render(res: dict[str, Any]) -> str:
             "what the composer embeds, the check may reuse)",
             ["step", "p50", "p95"],
             answer_rows(res),
+        ),
+        _table(
+            "4d. Load: production's Service answering under concurrent callers (fallback off), "
+            "every caller the same questions from its own offset, ms per call",
+            ["callers", "calls", "errors", "p50", "p95", "calls/s"],
+            load_rows(res),
         ),
         _table("5. Environment", ["fact", "value"], [[k, str(v)] for k, v in env.items()]),
         _table(

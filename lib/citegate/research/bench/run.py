@@ -25,6 +25,7 @@ from citegate.research.bench.answer import bench_answer
 from citegate.research.bench.common import CORPUS, Sizes, gita_fragments, read_questions
 from citegate.research.bench.goals import score_goals
 from citegate.research.bench.ingest import bench_ingest
+from citegate.research.bench.load import bench_load
 from citegate.research.bench.replay import bench_replay
 from citegate.research.bench.search import bench_lanes, bench_recall, bench_retrieve, load_corpus
 from citegate.research.bench.server import bench_server
@@ -78,9 +79,13 @@ def run(
         sample = frags[: sizes.ingest_frags]
         out["ingest"] = bench_ingest(server, sample, model, tmp, sizes.ingest_rounds)
         out["corpus_fragments"] = len(frags)
-        with db.connect(load_corpus(server, frags, project)) as conn:
+        url = load_corpus(server, frags, project)
+        with db.connect(url) as conn:
             out.update(_search_benches(conn, questions, model, project, tmp))
             out["environment"] = environment(conn, model.id)
+        out["load"] = bench_load(
+            url, questions, project, tmp, threads=sizes.callers, per_caller=sizes.per_caller
+        )
     out["goals"] = score_goals(out)
     out["elapsed_s"] = time.perf_counter() - started
     return out
