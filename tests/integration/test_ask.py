@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
+import yaml
 from llm_stub import dead_url
 
-from citegate.cli import main
+from citegate.cli import build_parser, main
+from citegate.cli.ask import question_and_corpora
 from citegate.core import inputs
 from citegate.core.config import DESIGN, PRODUCTION, read_production, save_config
 from citegate.core.errors import QuestionError
@@ -364,4 +367,100 @@ def test_ask_says_which_gate_decided_and_why(
     err = capsys.readouterr().err
     assert (
         "gate_model.json: the learned gate's model file is missing" in err and err.count("\n") == 1
+    )
+
+
+# --------------------------------------------------------------------------- where the question goes
+
+
+@pytest.mark.parametrize(
+    ("argv", "question", "corpora"),
+    [
+        (["--corpus", "tiny", "Is the self eternal?"], "Is the self eternal?", ["tiny"]),
+        (["--corpus", "a", "b", "Is the self eternal?"], "Is the self eternal?", ["a", "b"]),
+        (["--corpus", "a", "--corpus", "b", "Why act?"], "Why act?", ["a", "b"]),
+        (["Is the self eternal?", "--corpus", "a", "b"], "Is the self eternal?", ["a", "b"]),
+        (["--corpus", "a", "--json", "Why act?"], "Why act?", ["a"]),
+        (["Why act?"], "Why act?", None),
+    ],
+)
+def test_the_question_is_the_question_wherever_corpus_stands(
+    argv: list[str], question: str, corpora: list[str] | None
+) -> None:
+    args = build_parser().parse_args(["ask", *argv])
+    assert question_and_corpora(args.question, args.corpus) == (question, corpora)
+
+
+def test_ask_without_a_question_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ask", "--design"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("citegate: error: no question given") and err.count("\n") == 1
+
+
+@pytest.mark.db
+def test_ask_with_corpus_before_the_question_searches_that_corpus(
+    tiny_corpus: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ask", "--corpus", tiny_corpus, "Is the self eternal?", "--design", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["question"] == "Is the self eternal?"
+    assert data["notes"] and all(n["text"].strip() in TEXT for n in data["notes"])
+
+
+# --------------------------------------------------------------------------- a copy of production
+
+
+def production_copy(folder: Path, *, models: bool, **changes: object) -> Path:
+    """experiments/production.yaml copied into `folder` (with its models/ folder when `models`),
+    each of `changes` written over its pipeline value."""
+    folder.mkdir(parents=True, exist_ok=True)
+    text = PRODUCTION.read_text(encoding="utf-8")
+    if changes:
+        doc = read_production()
+        doc["pipeline"].update(changes)
+        text = yaml.safe_dump(doc, sort_keys=False)
+    path = folder / "production.yaml"
+    path.write_text(text, encoding="utf-8")
+    if models:
+        shutil.copytree(PRODUCTION.parent / "models", folder / "models")
+    return path
+
+
+def test_a_production_copy_without_its_models_says_where_it_looked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = production_copy(tmp_path / "elsewhere", models=False)
+    assert main(["ask", "What is dharma?", "--config", str(copy)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    looked = tmp_path / "elsewhere" / "models"
+    assert f"it was looked for in {looked};" in err
+    assert f"copy {(PRODUCTION.parent / 'models').resolve()} to {looked}" in err
+    assert "promote the run" not in err  # the models exist: promoting again is not the fix
+
+
+@pytest.mark.db
+def test_an_edited_production_copy_is_labelled_by_its_path_not_production(
+    tiny_corpus: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = read_production()
+    edited = production_copy(tmp_path / "edited", models=True, sufficient_score=0.5)
+    ask = ["ask", "Is the self eternal?", "--corpus", tiny_corpus, "--config", str(edited)]
+    assert main([*ask, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"] == {
+        "source": str(edited),
+        "version": None,
+        "source_run": None,
+        "edited": False,
+    }
+    assert main(ask) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == f"config: {edited}"
+    assert doc["provenance"]["source_run"] not in first
+    same = production_copy(tmp_path / "same", models=True)  # production's bytes: its label
+    assert (
+        main(["ask", "Is the self eternal?", "--corpus", tiny_corpus, "--config", str(same)]) == 0
+    )
+    assert capsys.readouterr().out.splitlines()[0] == (
+        f"config: {same} (version {doc['version']}, source run {doc['provenance']['source_run']})"
     )

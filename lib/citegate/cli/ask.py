@@ -18,7 +18,7 @@ import argparse
 from dataclasses import asdict
 
 from citegate.core.config import NamedConfig
-from citegate.core.errors import ModelFailure
+from citegate.core.errors import ModelFailure, QuestionError
 from citegate.core.inputs import clean_question
 from citegate.core.types import RetrievalResult
 from citegate.pipeline.llm_calls import CallOptions
@@ -30,6 +30,21 @@ from citegate.pipeline.turn import Turn
 def config_name(args: argparse.Namespace) -> str:
     """The config `ask` answers with: `--design`, `--config PATH`, else production."""
     return "design" if args.design else args.config or "production"
+
+
+def question_and_corpora(
+    question: str | None, corpora: list[str] | None
+) -> tuple[str, list[str] | None]:
+    """The question and the corpora of `ask`'s arguments. `--corpus` takes one or more names,
+    so in `ask --corpus gita "question"` it also takes the question: with no question left over,
+    the last value given to `--corpus` is the question (a corpus name has no spaces, a question
+    usually does), as a user who put the question last means it. No question at all is a
+    one-line `QuestionError`."""
+    if question is not None:
+        return question, corpora
+    if not corpora:
+        raise QuestionError('no question given: citegate ask "your question" [--corpus NAME]')
+    return corpora[-1], corpora[:-1] or None
 
 
 def print_turn(turn: Turn, choice: NamedConfig, show_trace: bool, as_json: bool) -> None:
@@ -52,6 +67,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     `--answer`, the whole turn: which branch was taken, every claim's verdict and the painted
     disclaimer). The question is checked before any model loads; a failed model call raises
     `ModelFailure` (exit 2) after the turn is printed."""
+    args.question, args.corpus = question_and_corpora(args.question, args.corpus)
     args.question = clean_question(args.question)
     with Service.open(config_name(args), corpora=args.corpus, model=args.model) as svc:
         if args.answer or args.fallback is not None:  # the whole turn, corpus fallback included
@@ -95,7 +111,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Answer with the production config (experiments/production.yaml) unless "
         "--config or --design says otherwise; the config used is printed first.",
     )
-    p.add_argument("question")
+    p.add_argument(
+        "question",
+        nargs="?",
+        help="the question; it may also come last, after --corpus NAME",
+    )
     which = p.add_mutually_exclusive_group()
     which.add_argument(
         "--config",
@@ -108,7 +128,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="answer with the design numbers (core.config.DESIGN) instead of production",
     )
-    p.add_argument("--corpus", nargs="+", help="corpora to search (default: the config's)")
+    p.add_argument(
+        "--corpus",
+        nargs="+",
+        action="extend",
+        metavar="NAME",
+        help="corpora to search (default: the config's); may be repeated",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--trace", action="store_true", help="also print every candidate's fate")
     # --- corpus fallback

@@ -534,8 +534,8 @@ def production(path: Path | None = None) -> PipelineConfig:
 @dataclass(frozen=True)
 class NamedConfig:
     """A config and where it came from. `source`: "production", "design" or the path of a YAML
-    file; `version` and `source_run`: the production document's (None for the design numbers and
-    for a plain config file)."""
+    file; `version` and `source_run`: the production document's (None for the design numbers, a
+    plain config file, and any file that is not production byte for byte: see `named`)."""
 
     config: PipelineConfig
     source: str
@@ -572,14 +572,29 @@ class NamedConfig:
 def named(name: str | Path) -> NamedConfig:
     """The config a name means: "production" (`PRODUCTION`, validated), "design" (`DESIGN`), or
     the path of a YAML file: a production document (version, provenance) or a plain config
-    (optionally under a `pipeline:` key)."""
+    (optionally under a `pipeline:` key). Any file but `PRODUCTION` is labelled by its path
+    alone, with its own values: the version and source run a production-shaped copy carries
+    are claims about the values promote wrote, which an edit to the copy makes untrue, so they
+    are kept only for a copy whose bytes are production's (`_same_as_production`)."""
     if name == "design":
         return NamedConfig(DESIGN, "design")
     path = PRODUCTION if name == "production" else Path(name)
     source = "production" if name == "production" else str(name)
     if name != "production" and not _is_production_document(path):
         return NamedConfig(load_config(path), source)
-    return _from_document(path, source)
+    choice = _from_document(path, source)
+    if name == "production" or _same_as_production(path):
+        return choice
+    return NamedConfig(choice.config, source)
+
+
+def _same_as_production(path: Path) -> bool:
+    """Whether the file at `path` holds exactly the bytes of `PRODUCTION` (False when either
+    cannot be read)."""
+    try:
+        return path.read_bytes() == PRODUCTION.read_bytes()
+    except OSError:
+        return False
 
 
 def _from_document(path: Path, source: str) -> NamedConfig:

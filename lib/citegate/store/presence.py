@@ -41,20 +41,29 @@ def empty_corpora(conn: psycopg.Connection, embedder_id: str, corpora: Sequence[
     return [r[0] for r in rows]
 
 
-def ingest_hint(corpus: str) -> str:
-    """The command that puts fragments into `corpus`: `citegate ingest` for a built-in build,
-    `citegate data split` for an imported corpus's split or fold build, `citegate data
-    import-beir` (or `citegate ingest PATH --name`) for any other name."""
+def ingest_commands(corpus: str) -> list[str]:
+    """The commands that put fragments into `corpus`, each one a user can run as printed once
+    DIR or PATH is filled in: `citegate ingest --corpus` for a built-in build, `citegate data
+    split` for an imported corpus's split or fold build, and for any other name `citegate data
+    import-beir DIR --name` or `citegate ingest --corpus PATH --name`."""
     if corpus in BUILDS:
-        return f"citegate ingest --corpus {corpus}"
+        return [f"citegate ingest --corpus {corpus}"]
     base = parent_build(corpus)
     record = import_record(corpus) if base != corpus else None
     if record is not None and (fold := parse_fold(corpus)):
         k = int((record.get("folds") or {}).get("k", fold[1]))
-        return f"citegate data split {base} --folds {k} --replace"
+        return [f"citegate data split {base} --folds {k} --replace"]
     if record is not None and corpus.endswith(SPLIT_SUFFIX):
-        return f"citegate data split {base} --replace"
-    return f"citegate data import-beir DIR --name {corpus}, or citegate ingest PATH --name {corpus}"
+        return [f"citegate data split {base} --replace"]
+    return [
+        f"citegate data import-beir DIR --name {corpus}",
+        f"citegate ingest --corpus PATH --name {corpus}",
+    ]
+
+
+def ingest_hint(corpus: str) -> str:
+    """`ingest_commands` as one phrase: "A", or "A, or B"."""
+    return ", or ".join(ingest_commands(corpus))
 
 
 def check_corpus_names(corpora: Sequence[str]) -> None:

@@ -128,14 +128,35 @@ def load_reranker(cfg: PipelineConfig, base: Path | None = None) -> Reranker:
 
 
 def _stat_model(path: Path, whose: str) -> os.stat_result:
-    """The model file's stat (its mtime and size key the caches), or a ConfigError naming it."""
+    """The model file's stat (its mtime and size key the caches), or a ConfigError naming the
+    file, the folder it was looked for in and how to put it there (`missing_model_hint`)."""
     try:
         return os.stat(path)
     except OSError as exc:
         raise ConfigError(
-            f"{path}: {whose} model file is missing ({exc.strerror or exc}); "
-            "promote the run that trained it"
+            f"{path}: {whose} model file is missing ({exc.strerror or exc}): a config names "
+            f"its model files relative to its own folder, so it was looked for in {path.parent}; "
+            f"{missing_model_hint(path)}"
         ) from exc
+
+
+def missing_model_hint(path: Path) -> str:
+    """What to do about a missing model file `path`. Production's models live in
+    `experiments/models/`: a copy of a production file elsewhere finds them only when that
+    folder is copied beside it, so when production's folder holds a file of that name the hint
+    says to copy it; otherwise the file comes from promoting the run that trained it."""
+    promoted = (PRODUCTION.parent / MODELS_DIR).resolve()
+    if path.parent.resolve() == promoted:
+        return "promote the run that trained it (promote writes it there)"
+    if (promoted / path.name).is_file():
+        return (
+            f"copy {promoted} to {path.parent} (it holds {path.name}), or keep the config "
+            f"file in {PRODUCTION.parent}"
+        )
+    return (
+        f"copy the model file into {path.parent} from beside the config it came with, or "
+        "promote the run that trained it"
+    )
 
 
 @lru_cache(maxsize=8)
