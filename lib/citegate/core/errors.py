@@ -23,6 +23,16 @@ class ConfigError(CitegateError):
     """An invalid configuration value or key."""
 
 
+class MissingExtra(CitegateError):
+    """A part of an optional extra (pyproject.toml) is needed and not installed: the library says
+    which extra, in one line, as the CLI does, never a bare ModuleNotFoundError."""
+
+    def __init__(self, what: str, extra: str, alternative: str = "") -> None:
+        self.extra = extra
+        tail = f"; or {alternative}" if alternative else ""
+        super().__init__(f"{what} needs the {extra} extra: pip install 'citegate[{extra}]'{tail}")
+
+
 class DatabaseError(CitegateError):
     """The database cannot be reached (wrong `DATABASE_URL`, server down)."""
 

