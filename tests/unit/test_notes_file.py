@@ -71,6 +71,7 @@ def test_the_content_hash_ignores_the_source_file(tmp_path: Path) -> None:
         ("  - key: soul", "  - key: Soul!", "1", "key must match"),
         ("  - key: setting", "  - key: soul", "2 (soul)", "used by an earlier note"),
         ("    cites: [BG 2.22]", "    cites: []", "1 (soul)", "must cite at least one"),
+        ("    cites: []", "    cites: [BG 2.22]", "2 (setting)", "a memory note is never cited"),
         ("    cites: [BG 2.22]", "    cites: [BG 2.22, BG 2.22]", "1 (soul)", "repeats"),
         ("    body: The self", "    bodyx: The self", "1 (soul)", "unknown field"),
         ('    date: "2026-01-02"', '    date: "2026-02-30"', "1 (soul)", "YYYY-MM-DD"),
@@ -118,8 +119,39 @@ def test_a_key_written_twice_is_refused_not_silently_overwritten(tmp_path: Path)
     with pytest.raises(InputError) as err:
         read_notes(write(tmp_path, text))
     msg = str(err.value)
-    assert "notes.yaml: record -: line 17, column 5: a key appears twice" in msg
+    assert "notes.yaml: record 2: line 17, column 5: field body: a key appears twice" in msg
     assert "\n" not in msg and "Второе" not in msg  # one line, never the input echoed back
+    top = GOOD.replace("corpus: gita\n", "corpus: gita\ncorpus: other\n")
+    with pytest.raises(InputError, match=r"record -: line 3, column 1: a key appears twice"):
+        read_notes(write(tmp_path, top))
+
+
+def test_a_raw_control_character_is_refused_naming_its_place_and_code_point(
+    tmp_path: Path,
+) -> None:
+    text = GOOD.replace("Диалог на поле битвы.", "Диалог\x07 на поле битвы.")
+    with pytest.raises(
+        InputError, match=r"record -: line 16, column 17: not YAML text \(character U\+0007\)"
+    ):
+        read_notes(write(tmp_path, text))
+
+
+@pytest.mark.parametrize(
+    ("date", "line", "column"),
+    [("2026-02-30", 19, 11), ("2026-13-01", 19, 11), ("2026-02-30 12:00:00", 19, 11)],
+)
+def test_an_impossible_date_names_the_record_the_field_and_its_place(
+    tmp_path: Path, date: str, line: int, column: int
+) -> None:
+    text = GOOD.replace("    date: 2026-01-03", f"    date: {date}")
+    with pytest.raises(InputError) as err:
+        read_notes(write(tmp_path, text))
+    msg = str(err.value)
+    assert msg.startswith(f"{tmp_path / 'notes.yaml'}: record 2: line {line}, column {column}: ")
+    assert "field date: not a valid date" in msg and date[:7] not in msg and "\n" not in msg
+    quoted = GOOD.replace('    date: "2026-01-02"', '    date: "2026-02-30"')
+    with pytest.raises(InputError, match=r"record 1 \(soul\): date must be YYYY-MM-DD"):
+        read_notes(write(tmp_path, quoted))
 
 
 def test_a_long_body_is_chunked_and_a_short_one_is_one_chunk() -> None:

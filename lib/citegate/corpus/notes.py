@@ -16,9 +16,12 @@ A notes file (YAML, reviewed like code) holds the notes of one corpus:
 
 Kinds: **pinned**, an editor-blessed answer to a specific question, citable as `note:<key>`;
 **boost**, a topic that raises the rerank scores of the fragments it cites; **memory**,
-background that frames an answer and is never cited. The reader checks every record before
-anything is stored (`store.memory.import_notes` then checks the cited addresses against the
-corpus); a problem is one line naming the file and the record.
+background that frames an answer and is never cited. A pinned or boost note cites at least one
+address; a memory note cites none (`cites: []`): an address on a note that never cites would
+read as a citation it cannot give. The reader checks every record before anything is stored
+(`store.memory.import_notes` then checks the cited addresses against the corpus); a problem is
+one line naming the file and the record (and the field, and the line and column where the YAML
+reader refused a value: a key written twice, the date 2026-02-30).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from typing import Any
 
 from citegate.core.errors import ConfigError, InputError
 from citegate.core.inputs import shown, text_problem
-from citegate.core.yamlfile import read_yaml
+from citegate.core.yamlfile import YamlRefusal, read_yaml
 from citegate.corpus.chunking import pack_text
 
 NOTES_FORMAT = "citegate-notes/1"
@@ -111,6 +114,8 @@ def read_notes(path: Path | str) -> NoteFile:
     path = Path(path)
     try:
         doc = read_yaml(path, "notes file")
+    except YamlRefusal as exc:
+        raise _refusal_at(path, exc) from None
     except ConfigError as exc:
         raise InputError(path, "-", str(exc).split(": ", 1)[-1]) from None
     if not isinstance(doc, dict):
@@ -138,6 +143,19 @@ def read_notes(path: Path | str) -> NoteFile:
         seen.add(note.key)
         notes.append(note)
     return NoteFile(path, corpus, tuple(notes))
+
+
+def _refusal_at(path: Path, exc: YamlRefusal) -> InputError:
+    """The YAML reader's refusal as the notes reader words its own: the record it falls in
+    (`notes[i]`) and the field (a known one; any other key is never echoed), then the line,
+    column and rule."""
+    record, field = "-", ""
+    if len(exc.path) >= 2 and exc.path[0] == "notes" and isinstance(exc.path[1], int):
+        record = str(exc.path[1] + 1)
+        if len(exc.path) >= 3 and exc.path[2] in _FIELDS:
+            field = f"field {exc.path[2]}: "
+    at = f"line {exc.line}, column {exc.column}: " if exc.line else ""
+    return InputError(path, record, f"{at}{field}{exc.reason}")
 
 
 def _note(path: Path, i: int, rec: Any, corpus: str) -> Note:
@@ -170,6 +188,10 @@ def _note(path: Path, i: int, rec: Any, corpus: str) -> Note:
             raise InputError(path, where, f"cites {shown(c)} is not a fragment address")
     if kind != NoteKind.MEMORY and not cites:
         raise InputError(path, where, f"a {kind} note must cite at least one address")
+    if kind == NoteKind.MEMORY and cites:
+        raise InputError(
+            path, where, "a memory note is never cited and cites nothing: give cites: []"
+        )
     return Note(
         key=key,
         corpus=corpus,
