@@ -76,6 +76,73 @@ def test_each_note_above_the_threshold_takes_its_role_and_only_the_best_pinned_i
     assert out.policy == Policy.LEAN and out.best_pinned == pytest.approx(0.95)
 
 
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("can the soul be killed", False),
+        ("Can the soul NOT be killed?", True),
+        ("why doesn't God incarnate", True),
+        ("why doesn\u2019t God incarnate", True),
+        ("does Krishna never come to earth", True),
+        ("do your duty without expecting results", False),  # "without" asks no opposite
+        ("knowledge, nothing else", True),
+        ("кто не дорог Кришне", True),
+        ("кто дорог Кришне", False),
+        ("नहीं", True),
+        ("क्या आत्मा मरती नहीं?", True),
+        ("क्या आत्मा मरती है?", False),
+        ("Nothingness", False),  # a word that merely starts like a negation
+    ],
+)
+def test_negated_reads_negating_words_in_each_language(text: str, want: bool) -> None:
+    assert M.negated(text) is want
+
+
+def test_a_question_negating_the_trigger_it_echoes_is_not_answered_by_memory() -> None:
+    trigger = NoteHit(PIN_A, 0.976, "trigger", "what does Krishna say about action", 0.976, 0.8)
+    negated = "what does Krishna not say about action"
+    assert M.negates(negated, trigger) and not M.negates("what does Krishna say", trigger)
+    assert M.answering([trigger], 0.9, negated) is None
+    assert M.answering([trigger], 0.9, "what does Krishna say about action") is trigger
+    assert M.answering([trigger], 0.9) is trigger  # a replay from the hits alone
+    policy, why = M.precheck([trigger], 0.9, negated)
+    assert policy == Policy.WIDE and "negates its trigger" in why and "≥" in why
+    out = M.outcome([trigger], CFG, question=negated)
+    assert out.policy == Policy.WIDE and out.keys(NoteRole.CITED) == ()
+    assert out.keys(NoteRole.BELOW) == ("soul",) and out.best_pinned == pytest.approx(0.976)
+
+
+@pytest.mark.parametrize(
+    ("question", "trigger", "want"),
+    [
+        ("can the soul NOT be killed?", "can the soul be killed", True),
+        ("why doesn't God incarnate", "why does God incarnate", True),
+        ("what does not happen to the soul", "what happens to the soul", True),  # a form
+        ("каких видов веры не бывает", "какие бывают виды веры", True),
+        ("почему Арджуна хотел сражаться", "почему Арджуна не хотел сражаться", True),
+        # the negation belongs to a phrase the trigger does not hold: no opposite asked
+        (
+            "What is the significance of Krishna advising not to be 'the cause of action's "
+            "fruits'?",
+            "what does Krishna say about the fruits of action",
+            False,
+        ),
+        ("кто не дорог Кришне", "кто не дорог Кришне", False),  # both negated
+    ],
+)
+def test_negates_when_the_negation_is_inserted_into_the_echoed_phrase(
+    question: str, trigger: str, want: bool
+) -> None:
+    hit = NoteHit(PIN_A, 0.95, "trigger", trigger, 0.95, 0.5)
+    assert M.negates(question, hit) is want
+
+
+def test_a_body_chunk_is_never_compared_for_negation() -> None:
+    body = NoteHit(PIN_A, 0.95, "body", "Weapons do not cut it.", 0.5, 0.95)
+    assert not M.negates("Can weapons cut it?", body)
+    assert M.answering([body], 0.9, "Can weapons cut it?") is body
+
+
 def test_framing_is_capped() -> None:
     many = [(note(f"m{i}", NoteKind.MEMORY), 0.95 - i / 100) for i in range(5)]
     assert len(M.outcome(hits(*many), CFG).framing) == M.MAX_FRAMING

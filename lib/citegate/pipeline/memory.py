@@ -12,12 +12,29 @@ against `PipelineConfig.memory_threshold`. At or above it, memory already answer
 retrieval takes the lean policy (`lean_config`: one round, `lean_lane_k` deep, `lean_top_k`
 notes); below it, the config's own wide policy. Every function here but `search` is pure, so a
 study replays the decision for any threshold from the hits alone.
+
+A pinned note answers only a question that asks what its trigger asks. A question that negates
+the trigger it echoes ("can the soul not be killed" against "can the soul be killed") asks the
+opposite, yet sits at cosine 0.93-0.99 with it (bundled e5, the demo notes' triggers), above
+any threshold that keeps the echoes it should answer: the embedder does not see the negation.
+So when the best unit is a trigger (`NoteHit.unit`) and exactly one of it and the question
+carries a negating word (`NEGATIONS`) beside a word of the other, the negation inserted into the
+shared phrase, memory does not answer (`negates`): the pre-check goes wide and the config's own
+gate decides over the retrieved notes, as for a question no note answers. A negation elsewhere
+in the question ("advising not to be the cause of action's fruits") asks no opposite, and a
+body chunk is a statement whose negations a question about it need not repeat ("weapons do not
+cut it" / "can weapons cut it?"), so neither counts. Measured: it stops 24 of 24 negated echoes
+written for the demo's pinned triggers (English, Russian), and changes no decision on notebook
+07's 260 questions nor on the 3,553 distinct questions of the shipped gita and out-of-scope
+sets (12 of which memory answers).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import time
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -44,6 +61,14 @@ MAX_FRAMING = 3  # memory notes handed to the composer as framing, best first
 
 _ROLE = {NoteKind.PINNED: NoteRole.CITED, NoteKind.BOOST: NoteRole.BOOST}
 
+# Words that negate a clause, casefolded, in the languages the notes are written in (English,
+# Russian, Hindi); an English word ending in n't (don't, isn't) negates too.
+_NEGATING = """not no never nor neither none nothing nobody nowhere cannot
+не ни нет никогда нельзя ничто ничего никто нигде
+नहीं न मत ना"""
+NEGATIONS = frozenset(_NEGATING.split())
+_CONTRACTED = ("n't", "n\u2019t")
+
 
 def search(
     conn: psycopg.Connection, qvec: np.ndarray, cfg: PipelineConfig, embedder_id: str
@@ -57,14 +82,84 @@ def best_pinned(hits: Sequence[NoteHit]) -> NoteHit | None:
     return next((h for h in hits if h.note.kind == NoteKind.PINNED), None)
 
 
-def precheck(hits: Sequence[NoteHit], threshold: float) -> tuple[Policy, str]:
-    """The policy and why: lean when the best pinned note's similarity reaches `threshold`."""
+def _bare(word: str) -> str:
+    """`word` without the punctuation and symbols at its ends (a Devanagari vowel sign is a
+    mark, so it stays; an inner apostrophe stays too)."""
+    edge = [unicodedata.category(c)[0] in "PS" for c in word]
+    start = next((i for i, e in enumerate(edge) if not e), len(word))
+    end = len(word) - next((i for i, e in enumerate(reversed(edge)) if not e), len(word))
+    return word[start:end]
+
+
+def _words(text: str) -> list[str]:
+    """The casefolded words of `text`, bare (`_bare`), in order."""
+    return [b for b in (_bare(w) for w in text.casefold().split()) if b]
+
+
+def _negating(word: str) -> bool:
+    """Whether one bare word negates (`NEGATIONS`, or an English n't)."""
+    return word in NEGATIONS or word.endswith(_CONTRACTED)
+
+
+def negated(text: str) -> bool:
+    """Whether `text` carries a negating word (`_negating`)."""
+    return any(_negating(w) for w in _words(text))
+
+
+def _stem_match(a: str, b: str) -> bool:
+    """The same word, or two forms of one (a shared start of at least 4 letters, all but the
+    last 2 of the shorter: "happen"/"happens", "бывает"/"бывают")."""
+    if a == b:
+        return True
+    shared = len(os.path.commonprefix([a, b]))
+    return min(len(a), len(b)) >= 4 and shared >= max(4, min(len(a), len(b)) - 2)
+
+
+def _inserted(negated_words: list[str], other: list[str]) -> bool:
+    """Whether a negating word of `negated_words` stands beside a word of `other` (or a form
+    of one): the negation sits inside the phrase the two texts share."""
+    for i, w in enumerate(negated_words):
+        beside = negated_words[max(i - 1, 0) : i] + negated_words[i + 1 : i + 2]
+        if _negating(w) and any(_stem_match(a, b) for a in beside for b in other):
+            return True
+    return False
+
+
+def negates(question: str, hit: NoteHit) -> bool:
+    """Whether `question` negates the trigger it echoes: the hit's best unit is a trigger,
+    exactly one of the two carries a negating word, and that word stands beside a word of the
+    other ("can the soul NOT be killed" / "can the soul be killed"). A negation elsewhere
+    asks no opposite ("Krishna advising not to be the cause of action's fruits" / "what does
+    Krishna say about the fruits of action"). False for an empty question (a replay from the
+    hits alone) and for a body chunk (see the module's notes)."""
+    if not question or hit.via != "trigger":
+        return False
+    q, t = _words(question), _words(hit.unit)
+    if negated(question) == negated(hit.unit):
+        return False
+    return _inserted(q, t) if negated(question) else _inserted(t, q)
+
+
+def answering(hits: Sequence[NoteHit], threshold: float, question: str = "") -> NoteHit | None:
+    """The pinned note that answers the question: the best pinned one, when its similarity
+    reaches `threshold` and the question does not negate its trigger (`negates`); else None."""
+    best = best_pinned(hits)
+    if best is None or best.similarity < threshold or negates(question, best):
+        return None
+    return best
+
+
+def precheck(hits: Sequence[NoteHit], threshold: float, question: str = "") -> tuple[Policy, str]:
+    """The policy and why: lean when the best pinned note answers (`answering`: its similarity
+    reaches `threshold` and `question` does not negate its trigger)."""
     best = best_pinned(hits)
     if best is None:
         return Policy.WIDE, "no pinned note in the searched corpora"
     op = "≥" if best.similarity >= threshold else "<"
     why = f"pinned note {best.note.key}: similarity {best.similarity:.4f} {op} {threshold:.4g}"
-    return (Policy.LEAN if best.similarity >= threshold else Policy.WIDE), why
+    if best.similarity >= threshold and negates(question, best):
+        why += f", but the question negates its trigger {best.unit!r}"
+    return (Policy.LEAN if answering(hits, threshold, question) else Policy.WIDE), why
 
 
 def threshold_for(kind: NoteKind, cfg: PipelineConfig) -> float:
@@ -74,12 +169,16 @@ def threshold_for(kind: NoteKind, cfg: PipelineConfig) -> float:
     return cfg.boost_threshold if kind == NoteKind.BOOST else cfg.memory_threshold
 
 
-def outcome(hits: Sequence[NoteHit], cfg: PipelineConfig, seconds: float = 0.0) -> MemoryOutcome:
-    """What memory does for a question under `cfg`: the policy, and each note at or above its
-    threshold (`threshold_for`) in its role (only the best pinned note is cited; memory notes frame, at most
-    `MAX_FRAMING` of them)."""
-    policy, why = precheck(hits, cfg.memory_threshold)
+def outcome(
+    hits: Sequence[NoteHit], cfg: PipelineConfig, seconds: float = 0.0, question: str = ""
+) -> MemoryOutcome:
+    """What memory does for `question` under `cfg`: the policy, and each note at or above its
+    threshold (`threshold_for`) in its role (only the pinned note that answers, `answering`, is
+    cited: a best pinned note whose trigger the question negates takes no part; memory notes
+    frame, at most `MAX_FRAMING` of them)."""
+    policy, why = precheck(hits, cfg.memory_threshold, question)
     best = best_pinned(hits)
+    cited = answering(hits, cfg.memory_threshold, question)
     uses, framing = [], []
     for h in hits:
         if h.similarity < threshold_for(h.note.kind, cfg):
@@ -89,8 +188,8 @@ def outcome(hits: Sequence[NoteHit], cfg: PipelineConfig, seconds: float = 0.0) 
                 continue
             framing.append(h.note.body)
             role = NoteRole.FRAMING
-        elif h.note.kind == NoteKind.PINNED and h is not best:
-            role = NoteRole.BELOW  # another pinned note: the best one answers
+        elif h.note.kind == NoteKind.PINNED and h is not cited:
+            role = NoteRole.BELOW  # another pinned note, or one whose trigger is negated
         else:
             role = _ROLE[h.note.kind]
         uses.append(NoteUse(h.note.key, str(h.note.kind), h.similarity, h.via, role))
@@ -184,12 +283,12 @@ def cited_ids(
     return out
 
 
-def answered_by(hits: Sequence[NoteHit], cfg: PipelineConfig) -> GateReason:
-    """The decision record when a pinned note answers: the memory gate, its similarity and
-    threshold."""
-    best = best_pinned(hits)
+def answered_by(hits: Sequence[NoteHit], cfg: PipelineConfig, question: str = "") -> GateReason:
+    """The decision record when a pinned note answers (`answering`): the memory gate, its
+    similarity and threshold."""
+    best = answering(hits, cfg.memory_threshold, question)
     assert best is not None
-    _, why = precheck(hits, cfg.memory_threshold)
+    _, why = precheck(hits, cfg.memory_threshold, question)
     return GateReason(
         GateKind.MEMORY, f"{why}: memory answers", best.similarity, cfg.memory_threshold
     )
@@ -206,14 +305,18 @@ def timed_search(
 
 __all__ = [
     "MAX_FRAMING",
+    "NEGATIONS",
     "NOTE_LANE",
     "answered_by",
+    "answering",
     "best_pinned",
     "boost",
     "boosted_labels",
     "threshold_for",
     "cited_ids",
     "lean_config",
+    "negated",
+    "negates",
     "note_candidate",
     "note_id",
     "outcome",

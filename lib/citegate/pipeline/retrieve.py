@@ -335,7 +335,7 @@ def retrieve(
     qvec = embedder.embed_queries([question])[0] if cfg.memory else None
     if qvec is not None:
         hits, seconds = memory.timed_search(conn, qvec, cfg, embedder.id)
-    mem = memory.outcome(hits, cfg, seconds) if cfg.memory else None
+    mem = memory.outcome(hits, cfg, seconds, question) if cfg.memory else None
     chosen = policy or (mem.policy if mem is not None else Policy.WIDE)
     run_cfg = memory.policy_config(cfg, chosen)
     trace = collect(conn, question, run_cfg, embedder, reranker, planner, exact_check=exact_check)
@@ -352,7 +352,7 @@ def retrieve(
         return result
     if chosen != mem.policy:
         mem = replace(mem, policy=chosen, reason=f"{mem.reason} (policy {chosen} asked for)")
-    return with_memory(conn, replace(result, memory=mem), hits, cfg, embedder.id, qvec)
+    return with_memory(conn, replace(result, memory=mem), hits, cfg, embedder.id, qvec, question)
 
 
 def with_memory(
@@ -362,13 +362,14 @@ def with_memory(
     cfg: PipelineConfig,
     embedder_id: str,
     qvec: np.ndarray,
+    question: str = "",
 ) -> RetrievalResult:
-    """`result` led by the pinned note that answers (its similarity at or above the threshold)
-    and the verses it cites that the cut did not keep (each address's passage nearest the
-    question vector `qvec`), decided by the memory gate; unchanged when no pinned note
-    answers."""
-    best = memory.best_pinned(hits)
-    if best is None or best.similarity < cfg.memory_threshold:
+    """`result` led by the pinned note that answers (`memory.answering`: its similarity at or
+    above the threshold, its trigger not negated by `question`) and the verses it cites that
+    the cut did not keep (each address's passage nearest the question vector `qvec`), decided
+    by the memory gate; unchanged when no pinned note answers."""
+    best = memory.answering(hits, cfg.memory_threshold, question)
+    if best is None:
         return result
     have = {c.addr_label for c in result.notes}
     missing = [label for label in best.note.cites if label not in have]
@@ -384,7 +385,7 @@ def with_memory(
         result,
         notes=notes,
         decision=Decision.ANSWER,
-        decided_by=memory.answered_by(hits, cfg),
+        decided_by=memory.answered_by(hits, cfg, question),
     )
 
 
