@@ -12,9 +12,12 @@ adds its subcommands and `cmd_*` functions that call the domain modules' plain f
 This package is the top layer: it may import every other subpackage, and it is the only place
 that imports argparse. The entry point is `citegate = "citegate.cli:main"` (`python -m citegate`).
 
-Errors: a `CitegateError` (bad input, config, database) prints one line and exits 2. Any other
-exception is a bug or an input nobody foresaw: it too prints one line, naming the command, its
-input and a log file under `var/logs/` that holds the traceback (`--debug` raises it instead).
+Errors: a `CitegateError` (bad input, config, database) prints one line and exits 2. So does a
+failure of the setup rather than of citegate (`known_failure`): a database that cannot be
+reached, a remote API that cannot be reached. Any other exception is a bug or an input nobody
+foresaw: it too prints one line, naming the command, its input and a log file under `var/logs/`
+that holds the traceback (`--debug` raises it instead). Ctrl-C, or SIGTERM where a command turns
+it into one (`citegate bench`), ends the command with one line and exit status 130.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+import psycopg
 
 from citegate.cli import (
     ask,
@@ -44,7 +49,8 @@ from citegate.cli import (
 )
 from citegate.core import paths
 from citegate.core.errors import CitegateError
-from citegate.core.redact import scrub
+from citegate.core.redact import mask_url, scrub
+from citegate.models.remote import unreachable
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -61,6 +67,7 @@ EXTRAS = {
 }  # fmt: skip
 MAX_SHOWN_INPUT = 200  # characters of the command line an error line repeats
 EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE: a shell's status for a program a closed pipe ended
+EXIT_INTERRUPTED = 130  # 128 + SIGINT: a shell's status for a program Ctrl-C ended
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -116,10 +123,13 @@ def _run(argv: list[str]) -> int:
     except CitegateError as exc:
         print(f"citegate: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"citegate {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback on screen
-        extra = missing_extra(exc)
-        if extra:
-            print(f"citegate {args.command}: {extra}", file=sys.stderr)
+        known = missing_extra(exc) or known_failure(exc)
+        if known:
+            print(f"citegate {args.command}: {one_line(known)}", file=sys.stderr)
             return 2
         if args.debug:
             raise
@@ -144,6 +154,45 @@ def missing_extra(exc: BaseException) -> str:
         f"needs the {extra} extra, which is not installed (no module {exc.name!r}): "
         f"pip install 'citegate[{extra}]'"
     )
+
+
+def known_failure(exc: BaseException) -> str:
+    """For an exception that says the setup failed, not citegate, the line saying what is wrong
+    and what to do: a remote model API that cannot be reached (`remote.unreachable`), a
+    database whose connection is refused or lost (`database_unreachable`); "" for any other."""
+    remote = unreachable(exc)
+    if remote is not None:
+        return str(remote)
+    return database_unreachable(exc)
+
+
+# SQLSTATEs of a server that is going away or not yet there (class 08 is every connection
+# exception): the database is unreachable, not the statement wrong.
+UNREACHABLE_STATES = ("57P01", "57P02", "57P03")
+
+
+def database_unreachable(exc: BaseException) -> str:
+    """The line for a psycopg `OperationalError` of a connection (refused, lost, the server
+    shutting down or starting: no SQLSTATE, class 08 or `UNREACHABLE_STATES`); "" otherwise.
+    It says where the database is and what to do: an embedded server killed a moment ago is
+    restarted by the next command, an external one (`DATABASE_URL`) must be started by its
+    owner."""
+    if not isinstance(exc, psycopg.OperationalError):
+        return ""
+    state = exc.sqlstate or ""
+    if state and not state.startswith("08") and state not in UNREACHABLE_STATES:
+        return ""
+    reason = one_line(str(exc), 200) or type(exc).__name__
+    url = os.environ.get("DATABASE_URL")
+    if url:
+        todo = f"check that the server of DATABASE_URL ({mask_url(url)}) is up, then run it again"
+    else:
+        todo = (
+            f"the embedded server under {paths.pgdata_dir()} restarts on demand: if it was just "
+            "stopped or killed, run the command again in a few seconds (`citegate doctor` "
+            "shows its state)"
+        )
+    return f"the database is not reachable ({mask_url(reason)}): {todo}"
 
 
 def one_line(text: str, chars: int = 0) -> str:

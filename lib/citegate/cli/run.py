@@ -15,9 +15,10 @@ from citegate.core import paths
 from citegate.core.errors import ConfigError
 from citegate.core.yamlfile import loads_yaml
 from citegate.models.embed import default_embedder_id
-from citegate.tracking.runner import RunOutcome, format_checks, run_experiment
+from citegate.tracking.runner import RunOutcome, format_checks, run_experiment, tracking_uri
 from citegate.tracking.schedule import Finished, run_scheduled, summary
 from citegate.tracking.spec import ExperimentSpec, corpus_facts, load_spec, with_corpus
+from citegate.tracking.store import check_store
 
 
 def parse_sets(pairs: list[str]) -> dict[str, Any]:
@@ -86,6 +87,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     for spec in specs:  # every parameter mistake before anything runs
         spec.resolved(args.profile, with_corpus(spec, args.corpus, overrides))
+    check_store(tracking_uri())  # an unreachable server or a damaged file, before any notebook
     on = f" on imported corpus {args.corpus}" if args.corpus else ""
     print(f"== {len(specs)} experiment(s), {args.profile or 'default'} profile{on}", flush=True)
 

@@ -7,6 +7,7 @@ whether anything overflows the page width.
 from __future__ import annotations
 
 import html
+import importlib.util
 import json
 import re
 import shutil
@@ -16,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from citegate.core.errors import ConfigError
 
 REPORT_CSS = """
 <style>
@@ -175,10 +178,39 @@ class ReportCheck:
 
 def check_latest_reports(runs_dir: Path) -> Iterator[ReportCheck]:
     """Open the newest report of every experiment under `runs_dir` in headless Chromium and save
-    a screenshot beside it (what `citegate screenshot` prints, one experiment at a time)."""
+    a screenshot beside it (what `citegate screenshot` prints, one experiment at a time). With
+    no report to open, or no Chromium to open one with, it refuses at once in one line
+    (`ConfigError`) saying what it needs: a check of nothing must not pass as a check."""
+    reports = latest_reports(runs_dir)
+    if not reports:
+        raise ConfigError(
+            f"no experiment report under {runs_dir} to check: run an experiment first "
+            f"(citegate run experiments/NAME.yaml){_research_hint()}"
+        )
+    if chromium() is None:
+        raise ConfigError(
+            "checking the reports needs Chromium, which is not installed: apt-get install chromium"
+        )
+    return (_check(experiment, report) for experiment, report in reports)
+
+
+def latest_reports(runs_dir: Path) -> list[tuple[str, Path]]:
+    """(experiment, its newest report.html) for every experiment folder under `runs_dir`."""
+    found = []
     for exp in sorted(p for p in runs_dir.glob("*") if p.is_dir() and p.name[:2].isdigit()):
         runs = sorted(exp.glob("*/report.html"))
-        if not runs:
-            continue
-        shot = runs[-1].parent / "screenshot.png"
-        yield ReportCheck(exp.name, shot, browser_check(runs[-1], shot))
+        if runs:
+            found.append((exp.name, runs[-1]))
+    return found
+
+
+def _check(experiment: str, report: Path) -> ReportCheck:
+    shot = report.parent / "screenshot.png"
+    return ReportCheck(experiment, shot, browser_check(report, shot))
+
+
+def _research_hint() -> str:
+    """How to get `citegate run`, when the research extra it needs is not installed."""
+    if importlib.util.find_spec("papermill") is not None:
+        return ""
+    return ", which needs the research extra: pip install 'citegate[research]'"

@@ -33,6 +33,7 @@ from citegate.models.embed import default_embedder
 from citegate.tracking.recorder import CONFIG_FILE, DATASETS_FILE, INFO_FILE, METRICS_FILE
 from citegate.tracking.reports import render_report, write_index
 from citegate.tracking.spec import Expectation, ExperimentSpec, corpus_facts, with_corpus
+from citegate.tracking.store import check_store, store_errors
 
 # Experiments may run side by side (`citegate.tracking.schedule`), one thread each; the MLflow
 # store (SQLite by default), the experiment folders and the runs index are written under this lock,
@@ -212,7 +213,24 @@ def run_experiment(
     `corpus` runs it on an imported corpus (`corpus_overrides`); the spec's expected metrics were
     measured on the demo data, so they are not checked then. `on_start` is told the run folder
     before the notebook runs (the scheduler's display reads its progress.json). Safe to call from
-    several threads at once: the store writes hold `STORE_LOCK`, the notebooks run outside it."""
+    several threads at once: the store writes hold `STORE_LOCK`, the notebooks run outside it.
+    A tracking store MLflow cannot use is refused before anything runs (`store.check_store`);
+    damage MLflow finds in a SQLite store later is named with its file (`store.store_errors`)."""
+    uri = tracking_uri()
+    check_store(uri)
+    with store_errors(uri):
+        return _run_logged(spec, uri, profile, overrides, corpus, on_start)
+
+
+def _run_logged(
+    spec: ExperimentSpec,
+    uri: str,
+    profile: str | None,
+    overrides: dict[str, Any] | None,
+    corpus: str | None,
+    on_start: Callable[[Path], None] | None,
+) -> RunOutcome:
+    """`run_experiment` on the tracking store at `uri`, already checked."""
     import mlflow
 
     params = spec.resolved(profile, with_corpus(spec, corpus, overrides or {}))
@@ -220,7 +238,7 @@ def run_experiment(
     cfg = spec.config(default_embedder().id, params)
     with STORE_LOCK:
         experiment_folder(spec)
-        mlflow.set_tracking_uri(tracking_uri())
+        mlflow.set_tracking_uri(uri)
         exp_id = experiment_id(mlflow, spec.name)
         started = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     with _mlflow_run(mlflow, experiment_id=exp_id, run_name=f"{spec.name}-{started}") as run:

@@ -33,6 +33,7 @@ from citegate.tracking.promote.models import (
 from citegate.tracking.promote.production_file import accepted_on_block, diff, render_production
 from citegate.tracking.promote.report import render
 from citegate.tracking.runner import experiment_id, tracking_uri
+from citegate.tracking.store import check_store
 
 REGISTERED_NAME = "citegate-pipeline-config"
 
@@ -149,9 +150,13 @@ def latest_run(experiment: str) -> str:
 
 
 def _client() -> Any:
+    """An MLflow client on the project's tracking store, refused first when MLflow could not use
+    it (`check_store`: a server that is not reachable, a SQLite file that is not a database)."""
     import mlflow
 
-    mlflow.set_tracking_uri(tracking_uri())
+    uri = tracking_uri()
+    check_store(uri)
+    mlflow.set_tracking_uri(uri)
     return mlflow.MlflowClient()
 
 
