@@ -30,6 +30,8 @@ PER_LANGUAGE = {
     "NOT_FOUND": F.NOT_FOUND,
     "NO_ANSWER": F.NO_ANSWER,
     "SCOPE": F.SCOPE,
+    "SEARCHED": F.SEARCHED,
+    "SEARCHED_NONE": F.SEARCHED_NONE,
     "LANGUAGE_NAMES": F.LANGUAGE_NAMES,
     "ABSTENTION": ABSTENTION,
 }
@@ -45,15 +47,19 @@ def test_every_fixed_string_table_has_hindi(name: str) -> None:
     assert set(PER_LANGUAGE[name]) == {"en", "ru", "hi"}
 
 
-@pytest.mark.parametrize("table", [F.DISCLAIMERS, F.DECLINES, F.NOT_FOUND, F.NO_ANSWER, F.SCOPE])
+@pytest.mark.parametrize(
+    "table",
+    [F.DISCLAIMERS, F.DECLINES, F.NOT_FOUND, F.NO_ANSWER, F.SCOPE, F.SEARCHED, F.SEARCHED_NONE],
+)
 def test_the_hindi_strings_are_devanagari(table: Mapping[str, str]) -> None:
     assert detect_language(table["hi"]) == "hi"
 
 
 def test_hindi_is_supported_and_detected() -> None:
     assert F.supported("hi") == "hi" and detect_language(QUESTION) == "hi"
-    assert F.decline_text("hi") == F.DECLINES["hi"].format(scope=F.SCOPE["hi"])
-    assert "{" not in F.decline_text("hi") and F.SCOPE["hi"] in F.decline_text("hi")
+    assert F.decline_text("hi", ("gita",)) == F.DECLINES["hi"].format(scope=F.SCOPE["hi"])
+    assert "{" not in F.decline_text("hi", ("gita",))
+    assert F.SCOPE["hi"] in F.decline_text("hi", ("gita",))
 
 
 @pytest.mark.parametrize("lang", ["en", "ru", "hi"])

@@ -107,7 +107,7 @@ def test_out_of_scope_declines_without_searching_again(
         fake,
         "Как испечь хлеб?",
     )
-    assert t.branch == "decline" and t.lang == "ru" and t.text == F.decline_text("ru")
+    assert t.branch == "decline" and t.lang == "ru" and t.text == F.decline_text("ru", ("gita",))
     assert t.disclaimer == "" and t.probes == () and t.admitted == ()
     assert len(fake.calls) == 1  # only the question itself was retrieved
 

@@ -32,6 +32,7 @@ from typing import Any
 from citegate.core.errors import is_model_error
 from citegate.core.text import detect_language
 from citegate.core.types import Branch, CallStatus, Candidate, Status
+from citegate.corpus.builds import parent_build
 from citegate.models.llm import ChatClient, ChatResult, LLMError, MemoryAnswer, parse_memory_answer
 from citegate.pipeline.llm_calls import DEFAULT_OPTIONS, CallOptions, parse_lenient, response_format
 from citegate.pipeline.model_output import Dropped, keep_queries
@@ -72,6 +73,21 @@ SCOPE = {
     "spiritual practice it teaches",
     "ru": "Бхагавад-гита, её стихи и комментарии, индийская философия и духовная практика",
     "hi": "भगवद्गीता, उसके श्लोक और टीकाएँ, हिंदू दर्शन और आध्यात्मिक साधना",
+}
+# The scope each corpus's fixed strings describe, by its full build (`builds.parent_build`:
+# gita-split and gita-fold3 are gita's). A decline names it only when every corpus searched has
+# one; otherwise it names the corpora searched (`SEARCHED`), or says "the sources searched" when
+# the caller names none (`SEARCHED_NONE`): a decline never claims a scope nobody searched.
+CORPUS_SCOPES = {"gita": SCOPE}
+SEARCHED = {
+    "en": "the sources searched: {names}",
+    "ru": "источники, по которым шёл поиск: {names}",
+    "hi": "खोजे गए स्रोत: {names}",
+}
+SEARCHED_NONE = {
+    "en": "the sources searched",
+    "ru": "источники, по которым шёл поиск",
+    "hi": "खोजे गए स्रोत",
 }
 LANGUAGE_NAMES = {"en": "English", "ru": "Russian", "hi": "Hindi"}
 PROMPT_VARIANTS = ("asked", "asked_painted", "not_asked")
@@ -121,10 +137,25 @@ def paint(answer: str, lang: str) -> str:
     return f"{disclaimer}\n\n{body}" if body else disclaimer
 
 
-def decline_text(lang: str) -> str:
-    """The polite out-of-scope decline in the user's language."""
+def decline_scope(lang: str, corpora: Sequence[str] = ()) -> str:
+    """What a decline says the assistant covers, in `lang`: the described scope of the corpora
+    searched when each has one (`CORPUS_SCOPES`), else their names (`SEARCHED`), else "the
+    sources searched" (`SEARCHED_NONE`: no corpus named)."""
     lang = supported(lang)
-    return DECLINES[lang].format(scope=SCOPE[lang])
+    names = list(dict.fromkeys(corpora))
+    if not names:
+        return SEARCHED_NONE[lang]
+    parents = list(dict.fromkeys(parent_build(c) for c in names))
+    if all(p in CORPUS_SCOPES for p in parents):
+        return "; ".join(CORPUS_SCOPES[p][lang] for p in parents)
+    return SEARCHED[lang].format(names=", ".join(names))
+
+
+def decline_text(lang: str, corpora: Sequence[str] = ()) -> str:
+    """The polite out-of-scope decline in the user's language, naming what the searched
+    `corpora` cover (`decline_scope`)."""
+    lang = supported(lang)
+    return DECLINES[lang].format(scope=decline_scope(lang, corpora))
 
 
 # --------------------------------------------------------------------------- fallback prompt
@@ -349,17 +380,18 @@ def fallback_turn(
     admission: float,
     lang: str | None = None,
     options: CallOptions = DEFAULT_OPTIONS,
+    corpora: Sequence[str] = (),
 ) -> FallbackTurn:
     """Ask the fallback model (`options`: see `ask_fallback`); decline (no search) when it says
-    out of scope; else search every probe with `search` and admit hits at cosine ≥ `admission`;
-    paint the disclaimer. A failed call gives branch `error` with no text: there is no answer to
-    paint."""
+    out of scope, naming what the searched `corpora` cover (`decline_text`); else search every
+    probe with `search` and admit hits at cosine ≥ `admission`; paint the disclaimer. A failed
+    call gives branch `error` with no text: there is no answer to paint."""
     lang = supported(lang or detect_language(question))
     fa = ask_fallback(client, question, lang, options)
     if is_model_error(fa.status):
         return FallbackTurn(Branch.ERROR, "", "", (), (), (), fa)
     if fa.in_scope is False:
-        return FallbackTurn(Branch.DECLINE, decline_text(lang), "", (), (), (), fa)
+        return FallbackTurn(Branch.DECLINE, decline_text(lang, corpora), "", (), (), (), fa)
     hits = tuple(c for probe in fa.probes for c in search(probe))
     admitted = tuple(admit(hits, admission))
     return FallbackTurn(
@@ -375,16 +407,20 @@ def fallback_turn(
 
 __all__ = [
     "BRANCHES",
+    "CORPUS_SCOPES",
     "DECLINES",
     "DISCLAIMERS",
     "DISCLAIMER_KEYS",
     "NOT_FOUND",
     "PROMPT_VARIANTS",
+    "SEARCHED",
+    "SEARCHED_NONE",
     "FallbackAnswer",
     "FallbackTurn",
     "Search",
     "admit",
     "ask_fallback",
+    "decline_scope",
     "decline_text",
     "detect_language",
     "disclaimer_for",

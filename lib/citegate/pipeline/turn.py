@@ -319,6 +319,7 @@ def _take_fallback(
         admission=cfg.fallback_admission,
         lang=turn.lang,
         options=options,
+        corpora=cfg.corpora,
     )
     turn.branch, turn.text, turn.disclaimer = fb.branch, fb.text, fb.disclaimer
     turn.probes, turn.admitted, turn.fallback = fb.probes, fb.admitted, fb.answer
