@@ -35,13 +35,13 @@ def test_import_prints_what_it_wrote_then_unchanged_then_what_replace_replaced(
 ) -> None:
     url, label = tiny
     path = write_file(tmp_path, notes_yaml(label))
+    src = str(path.resolve())  # a file outside the project: its absolute path is its source
     code, out, _ = run(capsys, "import", str(path))
     assert code == 0
     assert (
-        out.strip()
-        == "notes.yaml: 2 notes written into tiny (0 replaced, 0 removed), 5 units embedded"
+        out.strip() == f"{src}: 2 notes written into tiny (0 replaced, 0 removed), 5 units embedded"
     )
-    assert run(capsys, "import", str(path))[:2] == (0, "notes.yaml: unchanged (tiny)\n")
+    assert run(capsys, "import", str(path))[:2] == (0, f"{src}: unchanged (tiny)\n")
     changed = write_file(tmp_path, notes_yaml(label, "The self is eternal."))
     before = fingerprint(url)
     assert "pass --replace to replace it" in refused(capsys, "import", str(changed))
@@ -74,15 +74,16 @@ def test_list_filters_by_corpus_and_kind_and_says_when_there_are_none(
 ) -> None:
     _, label = tiny
     assert run(capsys, "list")[:2] == (0, "no curated notes\n")
-    assert run(capsys, "import", str(write_file(tmp_path, notes_yaml(label))))[0] == 0
+    path = write_file(tmp_path, notes_yaml(label))
+    assert run(capsys, "import", str(path))[0] == 0
     code, out, _ = run(capsys, "list")
     assert code == 0
     assert out.splitlines() == [
-        f"tiny\teternal-self\tpinned\ten\t{label}\tnotes.yaml",
-        "tiny\tsetting\tmemory\ten\t-\tnotes.yaml",
+        f"tiny\teternal-self\tpinned\ten\t{label}\t{path.resolve()}",
+        f"tiny\tsetting\tmemory\ten\t-\t{path.resolve()}",
     ]
     assert run(capsys, "list", "--kind", "memory")[1].splitlines() == [
-        "tiny\tsetting\tmemory\ten\t-\tnotes.yaml"
+        f"tiny\tsetting\tmemory\ten\t-\t{path.resolve()}"
     ]
     assert run(capsys, "list", "--corpus", "other")[1] == "no curated notes in other\n"
 
@@ -91,11 +92,12 @@ def test_show_prints_the_whole_note_and_refuses_an_unknown_key(
     tiny: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _, label = tiny
-    run(capsys, "import", str(write_file(tmp_path, notes_yaml(label))))
+    path = write_file(tmp_path, notes_yaml(label))
+    run(capsys, "import", str(path))
     code, out, _ = run(capsys, "show", "eternal-self", "--corpus", "tiny")
     assert code == 0
     for part in (
-        "note:eternal-self (pinned, en) in tiny, from notes.yaml",
+        f"note:eternal-self (pinned, en) in tiny, from {path.resolve()}",
         "author: editors; date: 2026-01-01",
         "  - is the self eternal\n  - does the soul die",
         f"cites: {label}",
@@ -120,9 +122,43 @@ def test_remove_by_key_or_source_and_an_unknown_key_removes_nothing(
     assert fingerprint(url) == before
     code, out, _ = run(capsys, "remove", "setting", "--corpus", "tiny")
     assert (code, out) == (0, "removed 1 note from tiny\n")
-    code, out, _ = run(capsys, "remove", "--source", "notes.yaml", "--corpus", "tiny")
+    source = str((tmp_path / "notes.yaml").resolve())  # as `memory list` shows it
+    code, out, _ = run(capsys, "remove", "--source", source, "--corpus", "tiny")
     assert (code, out) == (0, "removed 1 note from tiny\n")
     assert run(capsys, "list")[1] == "no curated notes\n"
+
+
+def test_two_notes_files_of_one_name_in_two_folders_are_two_sources(
+    tiny: tuple[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, label = tiny
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+    a = write_file(tmp_path / "a", notes_yaml(label))
+    other = notes_yaml(label).replace("eternal-self", "self-b").replace("key: setting", "key: b")
+    b = write_file(tmp_path / "b", other)
+    assert run(capsys, "import", str(a))[0] == 0
+    code, out, _ = run(capsys, "import", str(b))  # not taken for a's file changed
+    assert code == 0 and out.startswith(f"{b.resolve()}: 2 notes written into tiny (0 replaced")
+    write_file(tmp_path / "b", other.replace("never dies.", "never dies at all."))
+    code, out, _ = run(capsys, "import", str(b), "--replace")
+    assert code == 0 and "(2 replaced, 0 removed)" in out  # a's notes untouched
+    listed = [line.split("\t")[1::4] for line in run(capsys, "list")[1].splitlines()]
+    assert sorted(listed) == sorted(
+        [
+            [k, str(f.resolve())]
+            for k, f in [("eternal-self", a), ("setting", a), ("self-b", b), ("b", b)]
+        ]
+    )
+    monkeypatch.chdir(tmp_path)  # --source may name the file by a relative path too
+    assert run(capsys, "remove", "--source", "a/notes.yaml", "--corpus", "tiny")[:2] == (
+        0,
+        "removed 2 notes from tiny\n",
+    )
+    assert {line.split("\t")[1] for line in run(capsys, "list")[1].splitlines()} == {"self-b", "b"}
 
 
 # Control, bidi and zero-width characters in a note, as YAML escapes (the file itself is plain).

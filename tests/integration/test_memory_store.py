@@ -97,7 +97,7 @@ def test_changed_content_or_another_source_needs_replace(
     with db.connect(url) as conn:
         rep = import_notes(conn, other, emb, replace=True)
         assert (rep.written, rep.replaced, rep.removed) == (2, 2, 0)
-        assert {n.source for n in list_notes(conn, "tiny")} == {"other.yaml"}
+        assert {n.source for n in list_notes(conn, "tiny")} == {str(other.path.resolve())}
 
 
 def test_replace_removes_notes_gone_from_the_file(tiny: tuple[str, str], tmp_path: Path) -> None:
@@ -113,6 +113,29 @@ def test_replace_removes_notes_gone_from_the_file(tiny: tuple[str, str], tmp_pat
         assert units == 3  # the removed note's units went with it
 
 
+def test_replace_of_one_notes_file_keeps_the_notes_of_another_of_the_same_name(
+    tiny: tuple[str, str], tmp_path: Path
+) -> None:
+    url, label = tiny
+    emb = default_embedder()
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+    a = read_notes(write_file(tmp_path / "a", notes_yaml(label)))
+    text = notes_yaml(label).replace("eternal-self", "self-b").replace("key: setting", "key: b")
+    b = read_notes(write_file(tmp_path / "b", text))
+    assert a.source != b.source
+    with db.connect(url) as conn:
+        import_notes(conn, a, emb)
+        assert import_notes(conn, b, emb).written == 2  # b's file is not a's file changed
+        one = read_notes(write_file(tmp_path / "b", text.split("  - key: b")[0]))
+        rep = import_notes(conn, one, emb, replace=True)
+        assert (rep.written, rep.replaced, rep.removed) == (1, 1, 1)
+        by_source = {(n.key, n.source) for n in list_notes(conn, "tiny")}
+        assert by_source == {
+            ("eternal-self", a.source), ("setting", a.source), ("self-b", b.source)
+        }  # fmt: skip
+
+
 def test_remove_by_key_or_source_and_an_unknown_key_removes_nothing(
     tiny: tuple[str, str], tmp_path: Path
 ) -> None:
@@ -123,7 +146,8 @@ def test_remove_by_key_or_source_and_an_unknown_key_removes_nothing(
             remove_notes(conn, "tiny", ["setting", "nope"])
         assert len(list_notes(conn)) == 2
         assert remove_notes(conn, "tiny", ["setting"]) == 1
-        assert remove_notes(conn, "tiny", source="notes.yaml") == 1
+        source = str((tmp_path / "notes.yaml").resolve())
+        assert remove_notes(conn, "tiny", source=source) == 1
         assert list_notes(conn) == []
 
 

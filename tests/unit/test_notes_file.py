@@ -10,7 +10,7 @@ import pytest
 
 from citegate.core.errors import InputError
 from citegate.corpus.memory_questions import DEMO_NOTES
-from citegate.corpus.notes import NoteKind, body_chunks, read_notes
+from citegate.corpus.notes import NoteKind, body_chunks, read_notes, source_name
 
 GOOD = textwrap.dedent(
     """\
@@ -45,7 +45,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def test_a_valid_file_reads_to_notes(tmp_path: Path) -> None:
     nf = read_notes(write(tmp_path, GOOD))
-    assert nf.corpus == "gita" and nf.source == "notes.yaml"
+    assert nf.corpus == "gita" and nf.source == str(tmp_path.resolve() / "notes.yaml")
     soul, setting = nf.notes
     assert soul.kind == NoteKind.PINNED and soul.cites == ("BG 2.22",)
     assert soul.address == "note:soul" and setting.written == "2026-01-03"  # a YAML date too
@@ -159,6 +159,22 @@ def test_a_long_body_is_chunked_and_a_short_one_is_one_chunk() -> None:
     long = " ".join(f"Sentence number {i} says something." for i in range(120))
     chunks = body_chunks(long)
     assert len(chunks) > 1 and all(len(c) <= 1400 for c in chunks)
+
+
+def test_a_source_is_the_path_in_the_project_else_the_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert source_name(DEMO_NOTES) == "data/memory/gita-notes.yaml"
+    monkeypatch.chdir(DEMO_NOTES.parent)  # the same from any folder, by any path naming it
+    assert source_name("gita-notes.yaml") == "data/memory/gita-notes.yaml"
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder in (a, b):
+        folder.mkdir()
+        write(folder, GOOD)
+    assert read_notes(a / "notes.yaml").source != read_notes(b / "notes.yaml").source
+    (tmp_path / "link.yaml").symlink_to(a / "notes.yaml")
+    monkeypatch.chdir(tmp_path)
+    assert {n.source for n in read_notes("link.yaml").notes} == {str(a.resolve() / "notes.yaml")}
 
 
 def test_the_shipped_demo_notes_read() -> None:

@@ -3,7 +3,8 @@
 
 An import is all or nothing and refuses to overwrite a note of another source, or a source
 imported with other content, without `--replace`; `remove` names what it removes, and refuses
-an unknown key without removing anything. Every text a note or its file brings in is printed
+an unknown key without removing anything. A file's notes are stored under its source: its path
+inside the project, else its absolute path (`corpus.notes.source_name`). Every text a note or its file brings in is printed
 through `core.terminal.visible`: a control or bidi character in it is shown escaped, never
 obeyed by the terminal; the stored note keeps it as written.
 """
@@ -11,11 +12,12 @@ obeyed by the terminal; the stored note keeps it as written.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from citegate.core.config import production
 from citegate.core.errors import ConfigError
 from citegate.core.terminal import visible
-from citegate.corpus.notes import NoteKind, read_notes
+from citegate.corpus.notes import NoteKind, read_notes, source_name
 from citegate.models.embed import default_embedder
 from citegate.store.db import connect
 from citegate.store.memory import get_note, import_notes, list_notes, remove_notes
@@ -62,13 +64,21 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _source(given: str | None) -> str | None:
+    """`--source` as stored: a path naming an existing notes file is that file's source
+    (`source_name`), anything else the source as `memory list` shows it."""
+    if given is None or not Path(given).is_file():
+        return given
+    return source_name(given)
+
+
 def cmd_remove(args: argparse.Namespace) -> int:
     """Remove notes by key or by source."""
     if not args.keys and args.source is None:
         raise ConfigError("memory remove: name the notes (KEY ...) or --source NAME")
     corpus = _default_corpus(args)
     with connect() as conn:
-        n = remove_notes(conn, corpus, args.keys, args.source)
+        n = remove_notes(conn, corpus, args.keys, _source(args.source))
     print(f"removed {n} note{'s' if n != 1 else ''} from {visible(corpus, keep='')}")
     return 0
 
@@ -99,6 +109,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     show.set_defaults(func=cmd_show)
     rm = msub.add_parser("remove", help="remove notes by key, or every note of a source file")
     rm.add_argument("keys", nargs="*", metavar="KEY")
-    rm.add_argument("--source", help="remove every note imported from this file name")
+    rm.add_argument(
+        "--source",
+        help="remove every note imported from this source: as `memory list` shows it (the file's "
+        "path inside the project, else its absolute path), or the path of the notes file",
+    )
     rm.add_argument("--corpus", help="the notes' corpus (default: production's first)")
     rm.set_defaults(func=cmd_remove)

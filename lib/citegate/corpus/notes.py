@@ -22,6 +22,11 @@ read as a citation it cannot give. The reader checks every record before anythin
 (`store.memory.import_notes` then checks the cited addresses against the corpus); a problem is
 one line naming the file and the record (and the field, and the line and column where the YAML
 reader refused a value: a key written twice, the date 2026-02-30).
+
+A file's notes are stored under its source (`source_name`): its path inside the project
+(`data/memory/gita-notes.yaml`) or, outside it, its absolute path. Two files of one base name
+in two folders are two sources, so re-importing one with `--replace` never touches the other's
+notes; one file is one source by whichever path it is named, from whichever folder.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from citegate.core import paths
 from citegate.core.errors import ConfigError, InputError
 from citegate.core.inputs import shown, text_problem
 from citegate.core.yamlfile import YamlRefusal, read_yaml
@@ -65,7 +71,7 @@ class NoteKind(StrEnum):
 
 @dataclass(frozen=True)
 class Note:
-    """One curated note, as read from its file (`source`: the file's name)."""
+    """One curated note, as read from its file (`source`: the file's `source_name`)."""
 
     key: str
     corpus: str
@@ -104,8 +110,19 @@ class NoteFile:
 
     @property
     def source(self) -> str:
-        """The file's name: the source its notes are stored under."""
-        return self.path.name
+        """The source its notes are stored under (`source_name`)."""
+        return source_name(self.path)
+
+
+def source_name(path: Path | str) -> str:
+    """The source a notes file's notes are stored under: the file's path relative to the
+    project root when it lies inside it (the same from any working directory or checkout),
+    else its absolute path; links resolved, so one file is one source by any path naming it."""
+    real = Path(path).resolve()
+    try:
+        return real.relative_to(paths.ROOT).as_posix()
+    except ValueError:
+        return real.as_posix()
 
 
 def read_notes(path: Path | str) -> NoteFile:
@@ -135,9 +152,9 @@ def read_notes(path: Path | str) -> NoteFile:
         raise InputError(path, "-", "notes must be a non-empty list of notes")
     if len(records) > MAX_NOTES:
         raise InputError(path, "-", f"{len(records)} notes; the limit is {MAX_NOTES}")
-    notes, seen = [], set()
+    notes, seen, source = [], set(), source_name(path)
     for i, rec in enumerate(records, 1):
-        note = _note(path, i, rec, corpus)
+        note = _note(path, i, rec, corpus, source)
         if note.key in seen:
             raise InputError(path, f"{i} ({note.key})", "the key is used by an earlier note")
         seen.add(note.key)
@@ -158,7 +175,7 @@ def _refusal_at(path: Path, exc: YamlRefusal) -> InputError:
     return InputError(path, record, f"{at}{field}{exc.reason}")
 
 
-def _note(path: Path, i: int, rec: Any, corpus: str) -> Note:
+def _note(path: Path, i: int, rec: Any, corpus: str, source: str) -> Note:
     """One record checked into a `Note`."""
     where = f"{i}"
     if not isinstance(rec, dict):
@@ -202,7 +219,7 @@ def _note(path: Path, i: int, rec: Any, corpus: str) -> Note:
         cites=cites,
         author=_text(path, where, "author", rec["author"], MAX_AUTHOR_CHARS),
         written=_date(path, where, rec["date"]),
-        source=path.name,
+        source=source,
     )
 
 
@@ -262,4 +279,5 @@ __all__ = [
     "NoteKind",
     "body_chunks",
     "read_notes",
+    "source_name",
 ]
