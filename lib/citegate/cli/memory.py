@@ -4,9 +4,9 @@
 An import is all or nothing and refuses to overwrite a note of another source, or a source
 imported with other content, without `--replace`; `remove` names what it removes, and refuses
 an unknown key without removing anything. A file's notes are stored under its source: its path
-inside the project, else its absolute path (`corpus.notes.source_name`). Every text a note or its file brings in is printed
-through `core.terminal.visible`: a control or bidi character in it is shown escaped, never
-obeyed by the terminal; the stored note keeps it as written.
+inside the project, else its absolute path (`corpus.notes.source_name`). Every text a note or
+its file brings in is printed through `core.terminal.visible`: a control or bidi character in
+it is shown escaped, never obeyed by the terminal; the stored note keeps it as written.
 """
 
 from __future__ import annotations

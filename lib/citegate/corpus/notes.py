@@ -110,8 +110,9 @@ class NoteFile:
 
     @property
     def source(self) -> str:
-        """The source its notes are stored under (`source_name`)."""
-        return source_name(self.path)
+        """The source its notes are stored under (`source_name`, taken when the file was read:
+        a relative path names the same file whatever the working directory is later)."""
+        return self.notes[0].source if self.notes else source_name(self.path)
 
 
 def source_name(path: Path | str) -> str:
