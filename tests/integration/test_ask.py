@@ -256,7 +256,14 @@ def test_ask_answers_with_the_chosen_config(
         id = DESIGN.embedder
 
     monkeypatch.setattr(service, "retrieve", fake_retrieve)
-    monkeypatch.setattr(service, "connect", lambda url=None: contextlib.nullcontext())
+
+    class FakePool:
+        def connection(self) -> contextlib.nullcontext[None]:
+            return contextlib.nullcontext()
+
+    monkeypatch.setattr(
+        service, "connection_pool", lambda url=None, **_: contextlib.nullcontext(FakePool())
+    )
     monkeypatch.setattr(service, "default_embedder", FakeEmbedder)
     with pytest.raises(_Stop):
         main(["--debug", "ask", "What does BG 2.13 say about the soul?", *flags])
