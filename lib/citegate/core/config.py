@@ -88,6 +88,21 @@ COMPOSERS = ("extractive", "generative", "outline")
 EXTRACT_POLICIES = ("named", "lead", "nearest")
 CLAIM_POLICIES = ("flag", "remove")
 SUPPORT_MODES = tuple(f"{r}-{u}" for r in ("qp", "qq", "pp") for u in ("note", "sentence"))
+# What each writer's claims are, so which support mode and threshold the claim check applies
+# (`PipelineConfig.claim_check`): the extractive composer quotes the notes' own sentences
+# (`support_mode`, `support_threshold`: what notebook 06 certifies and promotes; production's
+# pp-sentence scores every quote 1.0 against its own sentence); the generative and outline
+# composers and the fallback model write their own words (`paraphrase_support_mode`,
+# `paraphrase_support_threshold`).
+CLAIM_KINDS = ("quote", "paraphrase")
+COMPOSER_CLAIMS = {"extractive": "quote", "generative": "paraphrase", "outline": "paraphrase"}
+FALLBACK_CLAIMS = "paraphrase"
+# The modes certified for paraphrased claims. The 50 claims SmolLM2 wrote that notebook 06
+# audits by hand (`data/claims/`), each mode at its own threshold certified as 06 certifies
+# (default profile, bundled e5): 2 of 45 unsupported ones pass in qp-sentence (0.8948), 3 of 45
+# in pp-sentence (0.9121) and in qq-sentence (0.9128); the one qp-sentence stops is a garbled
+# detail beside true ones. qp-sentence also has the best tune AUROC (0.963).
+PARAPHRASE_SUPPORT_MODES = ("qp-sentence",)
 # A boost note adds at most this to a rerank score (the LTR reranker's scores span about 0-1).
 MAX_MEMORY_BOOST = 1.0
 # When the second fanout round runs (`PipelineConfig.fanout`).
@@ -194,6 +209,14 @@ class PipelineConfig:
     support_threshold: float = 0.50
     support_mode: str = "qp-note"
     unsupported_claims: str = "flag"
+    # The claim check of paraphrased claims (COMPOSER_CLAIMS: the generative and outline
+    # composers, and the fallback model): the mode certified for paraphrase
+    # (PARAPHRASE_SUPPORT_MODES; any other is refused) at the threshold notebook 06 certifies
+    # for it with the bundled embedder (tune part, false-support rate <= 0.05 per corpus: test
+    # AUROC 0.968, recall 0.548). support_mode and support_threshold check the extractive
+    # composer's quotes only.
+    paraphrase_support_mode: str = "qp-sentence"
+    paraphrase_support_threshold: float = 0.8948079347610474
     # Learned gate (gate: learned): the model file, relative to the experiments/ folder (e.g.
     # "models/gate-<digest12>.json"), and the sha256 hex digest of its bytes. Ignored otherwise.
     gate_model: str = ""
@@ -273,6 +296,12 @@ class PipelineConfig:
             )
             if getattr(self, k) not in allowed
         ]
+        if self.paraphrase_support_mode not in PARAPHRASE_SUPPORT_MODES:
+            out.append(
+                f"paraphrase_support_mode must be a mode certified for paraphrased claims "
+                f"({', '.join(PARAPHRASE_SUPPORT_MODES)}: notebook 06's audit of generated "
+                f"claims), got {self.paraphrase_support_mode!r}"
+            )
         if self.gate not in GATES:
             out.append(f"gate must be one of {', '.join(GATES)}, got {self.gate!r}")
         if self.gate == "two_scale" and self.arm != "rrf_hybrid":
@@ -334,6 +363,16 @@ class PipelineConfig:
         over = self.language_thresholds.get(language, {}) if language is not None else {}
         return {**base, **{k: float(v) for k, v in over.items()}}
 
+    def claim_check(self, claims: str) -> tuple[str, float]:
+        """The support mode and threshold the claim check applies to claims of kind `claims`
+        (CLAIM_KINDS: "quote" or "paraphrase"; `COMPOSER_CLAIMS` says which a composer writes);
+        ValueError for any other kind."""
+        if claims == "quote":
+            return self.support_mode, self.support_threshold
+        if claims == "paraphrase":
+            return self.paraphrase_support_mode, self.paraphrase_support_threshold
+        raise ValueError(f"claims must be one of {', '.join(CLAIM_KINDS)}, got {claims!r}")
+
     def to_dict(self) -> dict[str, Any]:
         """Plain values (tuples as lists) for YAML and MLflow params."""
         d = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -379,6 +418,7 @@ _UNIT_KEYS = (
     "two_scale_rerank",
     "two_scale_fusion",
     "support_threshold",
+    "paraphrase_support_threshold",
     "composer_temperature",
     "memory_threshold",
     "boost_threshold",
@@ -621,12 +661,16 @@ def resolve(name: str, overrides: dict[str, Any] | None = None) -> PipelineConfi
 
 
 __all__ = [
+    "CLAIM_KINDS",
     "COLLECTION_KEYS",
+    "COMPOSER_CLAIMS",
     "DESIGN",
+    "FALLBACK_CLAIMS",
     "GATES",
     "LANGUAGES",
     "LANGUAGE_THRESHOLD_KEYS",
     "NamedConfig",
+    "PARAPHRASE_SUPPORT_MODES",
     "PRODUCTION",
     "PipelineConfig",
     "accepted_metrics",

@@ -4,8 +4,11 @@ when the corpus is insufficient, the corpus fallback (`fallback`) or "I don't kn
 The composer (`PipelineConfig.composer`) writes the grounded answer from the numbered notes:
 `extractive` (the notes' own sentences, no model), `generative` (the closed-book composer on the
 composer role's model) or `outline` (the outline planner's theses). Every grounded answer then
-goes through the claim check (`claimcheck`): each claim against the notes it cites, verdicts kept
-on the turn and shown, the policy deciding whether an unsupported claim is flagged or removed.
+goes through the claim check (`claimcheck`): each claim against the notes it cites, in the
+support mode certified for what its writer's claims are (`core.config.COMPOSER_CLAIMS`: the
+extractive composer quotes; the generative and outline composers and the fallback model
+paraphrase), verdicts kept on the turn and shown, the policy deciding whether an unsupported
+claim is flagged or removed.
 A composer that abstains, or an answer the check leaves empty, makes the corpus insufficient.
 
 On an insufficient corpus the fallback model runs only when the config enables it and names the
@@ -27,7 +30,7 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from citegate.core.config import PipelineConfig
+from citegate.core.config import COMPOSER_CLAIMS, FALLBACK_CLAIMS, PipelineConfig
 from citegate.core.errors import QuestionError, is_model_error
 from citegate.core.inputs import clean_question
 from citegate.core.text import detect_language
@@ -227,15 +230,20 @@ def checked(
     embedder: Embedder,
     *,
     policy: str | None = None,
+    claims: str | None = None,
 ) -> AnswerCheck:
-    """The claim check of a composed text against the notes offered to its composer."""
+    """The claim check of a composed text against the notes offered to its writer, in the
+    support mode and at the threshold certified for what that writer's claims are (`claims`:
+    "quote" or "paraphrase", `PipelineConfig.claim_check`; default: what the config's composer
+    writes, `COMPOSER_CLAIMS`)."""
+    mode, threshold = cfg.claim_check(claims or COMPOSER_CLAIMS[cfg.composer])
     return check_answer(
         composed_text,
         offered,
-        lambda claims, notes: support_scores(embedder, claims, notes, cfg.support_mode),
-        cfg.support_threshold,
+        lambda texts, notes: support_scores(embedder, texts, notes, mode),
+        threshold,
         policy=policy or cfg.unsupported_claims,
-        scorer_id=f"{getattr(embedder, 'id', 'unknown')} {cfg.support_mode}",
+        scorer_id=f"{getattr(embedder, 'id', 'unknown')} {mode}",
     )
 
 
@@ -329,7 +337,9 @@ def _take_fallback(
         turn.fail("fallback", fb.answer.status)
     elif fb.branch == Branch.FALLBACK and fb.answer.answer:
         offered = {str(n): c.text for n, c in enumerate(fb.admitted, 1)}
-        turn.check = checked(fb.answer.answer, offered, cfg, embedder, policy="flag")
+        turn.check = checked(
+            fb.answer.answer, offered, cfg, embedder, policy="flag", claims=FALLBACK_CLAIMS
+        )
 
 
 __all__ = [
