@@ -4,11 +4,19 @@ saying what is wrong and what to do (exit 2), never "internal error" and a trace
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import psycopg
 import pytest
 from llm_stub import dead_url
@@ -16,6 +24,8 @@ from llm_stub import dead_url
 from citegate.cli import build_parser, known_failure, main
 from citegate.cli import corpus as corpus_cli
 from citegate.core import paths
+from citegate.research.bench.server import bench_dir
+from citegate.store import db
 from citegate.tracking import reports
 
 PLACEHOLDERS = {"DIR": "some/folder", "PATH": "some/file.txt"}
@@ -190,3 +200,64 @@ def test_screenshot_with_no_report_says_what_it_needs(
     monkeypatch.setattr(reports, "chromium", lambda: None)
     line = one_line_error(main(["screenshot"]), capsys.readouterr().err)
     assert "needs Chromium, which is not installed: apt-get install chromium" in line
+
+
+# --------------------------------------------------------------------------- bench, stopped
+
+
+def bench_postmasters(root: Path) -> list[psutil.Process]:
+    """Live PostgreSQL processes whose command line names a data dir under `root`."""
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if (proc.info["name"] or "").startswith("postgres") and str(root) in cmdline:
+            found.append(proc)
+    return found
+
+
+STARTUP_LIMIT_S = 300  # far beyond what loading the embedder and starting a server take
+
+
+@pytest.mark.db
+def test_bench_shows_progress_and_stops_its_server_on_sigterm(tmp_path: Path) -> None:
+    root = Path(tempfile.mkdtemp(prefix="citegate-bench-term-"))  # the server's user traverses it
+    env = {**os.environ, "TMPDIR": str(root)}
+    cmd = [sys.executable, "-m", "citegate", "bench", "--quick", "--out", str(tmp_path / "b.json")]
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    watchdog = threading.Timer(STARTUP_LIMIT_S, proc.kill)  # bounds the wait, asserts no time
+    watchdog.start()
+    try:
+        seen = []
+        assert proc.stderr is not None
+        for line in proc.stderr:  # each step is announced as it starts
+            seen.append(line)
+            if "PostgreSQL started" in line:
+                break
+        assert any("starting a private PostgreSQL" in s for s in seen), seen
+        assert bench_postmasters(root), "the bench's server should be running now"
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.stderr.read()
+        assert proc.wait(timeout=120) == 128 + signal.SIGTERM
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+    assert rest.strip().splitlines()[-1] == "citegate bench: interrupted", rest
+    assert "Traceback" not in rest
+    assert not bench_postmasters(root)
+    assert not list(root.glob("citegate-bench-*"))  # its temp dir is gone too
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.db
+def test_the_bench_dir_stops_a_server_it_holds_no_handle_for() -> None:
+    root = Path(tempfile.mkdtemp(prefix="citegate-bench-dir-"))
+    try:
+        with bench_dir(root) as tmp:
+            pgdata = tmp / "pg" / "pgdata"
+            db.start_embedded(pgdata)
+            db._SERVERS.pop(str(pgdata.resolve()))  # as if interrupted before it kept one
+            assert bench_postmasters(tmp)
+        assert not bench_postmasters(root) and not tmp.exists()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -16,8 +16,9 @@ Errors: a `CitegateError` (bad input, config, database) prints one line and exit
 failure of the setup rather than of citegate (`known_failure`): a database that cannot be
 reached, a remote API that cannot be reached. Any other exception is a bug or an input nobody
 foresaw: it too prints one line, naming the command, its input and a log file under `var/logs/`
-that holds the traceback (`--debug` raises it instead). Ctrl-C, or SIGTERM where a command turns
-it into one (`citegate bench`), ends the command with one line and exit status 130.
+that holds the traceback (`--debug` raises it instead). Ctrl-C ends a command with one line and
+exit status 130; SIGTERM, where a command turns it into the same interrupt so that its clean-up
+runs (`citegate bench`), with one line and 143.
 """
 
 from __future__ import annotations
@@ -123,9 +124,9 @@ def _run(argv: list[str]) -> int:
     except CitegateError as exc:
         print(f"citegate: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print(f"citegate {args.command}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return int(getattr(exc, "exit_status", EXIT_INTERRUPTED))
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback on screen
         known = missing_extra(exc) or known_failure(exc)
         if known:

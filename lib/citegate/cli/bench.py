@@ -4,6 +4,11 @@ rerank-eval` (rerankers compared on the same candidate pools)."""
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from citegate.research import bench, rerank_eval
@@ -11,13 +16,44 @@ from citegate.research.ltr_training import DEFAULT_SETS
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    """Run the benchmarks, print the table, write the JSON."""
-    res = bench.run(bench.QUICK if args.quick else bench.FULL)
+    """Run the benchmarks, print the table, write the JSON. Each step is announced on stderr as
+    it starts (a run takes minutes); SIGTERM stops the run as Ctrl-C does, so its private
+    PostgreSQL is stopped and its temp dir removed on the way out."""
+    clock = time.perf_counter()
+
+    def progress(step: str) -> None:
+        print(f"bench [{time.perf_counter() - clock:4.0f} s] {step}", file=sys.stderr, flush=True)
+
+    with sigterm_interrupts():
+        res = bench.run(bench.QUICK if args.quick else bench.FULL, progress=progress)
     out = args.out or bench.default_out()
     print(bench.render(res))
     bench.write_json(res, out)
     print(f"wrote {out}")
     return 0
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program stands, so that every `finally` on the way out runs
+    (the default action ends the process at once, leaving a bench's PostgreSQL running)."""
+
+    exit_status = 128 + signal.SIGTERM  # what a shell reports for a program SIGTERM ended
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """While inside, SIGTERM raises `Terminated` (once: a second SIGTERM during the clean-up
+    is ignored, so the clean-up finishes); the handler before is restored on the way out."""
+
+    def handler(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Terminated
+
+    before = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def cmd_rerank_eval(args: argparse.Namespace) -> int:

@@ -18,11 +18,14 @@
 5. the environment the numbers were measured in.
 
 A table goes to stdout; the numbers go to `var/bench/bench.json` (or `--out`); the goals the
-headline ratios are held against live in `experiments/bench.yaml`.
+headline ratios are held against live in `experiments/bench.yaml`. Each step is announced on
+stderr as it starts; interrupted (Ctrl-C, or SIGTERM), the run stops its server and removes its
+temp dir on the way out.
 
-Modules: `common` (corpus, sizes, timing helpers), `server` (the private PostgreSQL), `ingest`
-(part 1), `search` (parts 2 and 3), `replay` (part 4), `load` (part 4d), `run` (the run and
-part 5), `goals` (the goal file and the verdicts), `report` (tables and JSON).
+Modules: `common` (corpus, sizes, timing helpers), `server` (the private PostgreSQL and the temp
+dir its servers stop with), `ingest` (part 1), `search` (parts 2 and 3), `replay` (part 4),
+`load` (part 4d), `run` (the run and part 5), `goals` (the goal file and the verdicts), `report`
+(tables and JSON).
 """
 
 from __future__ import annotations
