@@ -23,10 +23,10 @@ shared phrase, memory does not answer (`negates`): the pre-check goes wide and t
 gate decides over the retrieved notes, as for a question no note answers. A negation elsewhere
 in the question ("advising not to be the cause of action's fruits") asks no opposite, and a
 body chunk is a statement whose negations a question about it need not repeat ("weapons do not
-cut it" / "can weapons cut it?"), so neither counts. Measured: it stops 24 of 24 negated echoes
-written for the demo's pinned triggers (English, Russian), and changes no decision on notebook
-07's 260 questions nor on the 3,553 distinct questions of the shipped gita and out-of-scope
-sets (12 of which memory answers).
+cut it" / "can weapons cut it?"), so neither counts. Measured: it stops all of the 24 negated
+echoes written for the demo's pinned triggers (English, Russian; tests/integration/
+test_memory_negation.py), and changes no decision on notebook 07's 260 questions nor on the
+3,553 distinct questions of the shipped gita and out-of-scope sets (12 of which memory answers).
 """
 
 from __future__ import annotations
