@@ -51,6 +51,7 @@ from citegate.cli import (
 from citegate.core import paths
 from citegate.core.errors import CitegateError
 from citegate.core.redact import mask_url, scrub
+from citegate.core.terminal import visible
 from citegate.models.remote import unreachable
 
 Handler = Callable[[argparse.Namespace], int]
@@ -197,9 +198,10 @@ def database_unreachable(exc: BaseException) -> str:
 
 
 def one_line(text: str, chars: int = 0) -> str:
-    """`text` scrubbed of secrets, with undecodable bytes escaped (a terminal cannot print a
-    lone surrogate) and, with `chars`, its first line cut to that many characters."""
-    text = scrub(text).encode("utf-8", errors="backslashreplace").decode("utf-8")
+    """`text` scrubbed of secrets, with control, bidi and zero-width characters and undecodable
+    bytes escaped (`core.terminal.visible`: a file name or a server's reply is shown, never
+    obeyed by the terminal) and, with `chars`, its first line cut to that many characters."""
+    text = visible(scrub(text))
     if not chars:
         return text
     first = text.strip().splitlines()[0] if text.strip() else ""

@@ -20,6 +20,7 @@ from dataclasses import asdict
 from citegate.core.config import NamedConfig
 from citegate.core.errors import ModelFailure, QuestionError
 from citegate.core.inputs import clean_question
+from citegate.core.terminal import visible
 from citegate.core.types import RetrievalResult
 from citegate.pipeline.llm_calls import CallOptions
 from citegate.pipeline.render import dumps, render_text, render_turn, result_dict, turn_dict
@@ -55,7 +56,7 @@ def print_turn(turn: Turn, choice: NamedConfig, show_trace: bool, as_json: bool)
         print(dumps({**data, "config": choice.describe(), "turn": turn_dict(turn)}))
     else:
         print(
-            f"config: {choice.label()}\n"
+            f"config: {visible(choice.label(), keep='')}\n"
             + result_text(turn.retrieval, show_trace)
             + "\n\n"
             + render_turn(turn)
@@ -81,7 +82,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps({**result_json(res, args.trace), "config": svc.choice.describe()}))
     else:
-        print(f"config: {svc.choice.label()}\n" + result_text(res, args.trace))
+        print(f"config: {visible(svc.choice.label(), keep='')}\n" + result_text(res, args.trace))
     return 0
 
 
