@@ -10,9 +10,11 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from citegate.core import paths
+from citegate.core.errors import DatabaseError
 from citegate.pipeline.service import Service
 from citegate.pipeline.turn import Turn
 from citegate.store import db
@@ -89,3 +91,18 @@ def test_four_processes_open_a_service_at_once_on_a_server_none_has_started(
     assert [(p.returncode, out.strip()) for p, (out, _) in zip(procs, results, strict=True)] == [
         (0, "1")
     ] * 4, [err[-400:] for _, err in results]
+
+
+def test_an_embedded_server_refusing_connections_is_waited_for_then_named_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tries = []
+
+    def refused(uri: str, **_: object) -> None:
+        tries.append(uri)
+        raise psycopg.OperationalError("connection refused")
+
+    monkeypatch.setattr(db.psycopg, "connect", refused)
+    with pytest.raises(DatabaseError, match="connection refused") as err:
+        db.connect_when_ready("postgresql://postgres:secret@localhost:1/postgres", wait_s=0.6)
+    assert len(tries) > 1 and "secret" not in str(err.value) and "\n" not in str(err.value)
