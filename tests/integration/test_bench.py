@@ -63,6 +63,19 @@ def test_the_load_part_shares_one_service_and_opens_at_once_without_an_error(
     assert "Service.open at once" in bench.render(result)
 
 
+def test_the_stream_part_times_the_first_event_and_the_whole_turn_both_ways(
+    result: dict,
+) -> None:
+    s = result["stream"]
+    assert s["config"] == "production" and s["questions"] == 3
+    for key in ("first_event", "streamed_turn", "answered_turn"):
+        assert finite(s[key]["p50_ms"]) and finite(s[key]["p95_ms"])
+    assert s["first_event"]["p50_ms"] <= s["streamed_turn"]["p50_ms"]
+    assert finite(s["stream_over_answer"])
+    assert {"stream_first_event_p50_ms", "stream_over_answer"} <= set(result["goals"])
+    assert "4e. Streaming" in bench.render(result)
+
+
 def test_every_part_reports_finite_numbers(result: dict) -> None:
     ing = result["ingest"]
     assert ing["written"] == ing["fragments"] == 6

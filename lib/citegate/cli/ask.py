@@ -23,7 +23,15 @@ from citegate.core.inputs import clean_question
 from citegate.core.terminal import visible
 from citegate.core.types import RetrievalResult
 from citegate.pipeline.llm_calls import CallOptions
-from citegate.pipeline.render import dumps, render_text, render_turn, result_dict, turn_dict
+from citegate.pipeline.render import (
+    dumps,
+    event_json,
+    event_lines,
+    render_text,
+    render_turn,
+    result_dict,
+    turn_dict,
+)
 from citegate.pipeline.service import Service
 from citegate.pipeline.turn import Turn
 
@@ -71,6 +79,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     args.question, args.corpus = question_and_corpora(args.question, args.corpus)
     args.question = clean_question(args.question)
     with Service.open(config_name(args), corpora=args.corpus, model=args.model) as svc:
+        if args.stream:
+            return stream_turn(svc, args)
         if args.answer or args.fallback is not None:  # the whole turn, corpus fallback included
             options = CallOptions(variant=args.variant)
             turn = svc.answer(args.question, fallback=args.fallback, options=options)
@@ -83,6 +93,23 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(dumps({**result_json(res, args.trace), "config": svc.choice.describe()}))
     else:
         print(f"config: {visible(svc.choice.label(), keep='')}\n" + result_text(res, args.trace))
+    return 0
+
+
+def stream_turn(svc: Service, args: argparse.Namespace) -> int:
+    """`--stream`: the config line, then each event of the turn as it arrives (one JSON object
+    per line with `--json`), flushed at once; a failed model call raises `ModelFailure` after
+    the last event."""
+    if not args.json:
+        print(f"config: {visible(svc.choice.label(), keep='')}", flush=True)
+    options = CallOptions(variant=args.variant)
+    turn = None
+    for event in svc.stream(args.question, fallback=args.fallback, options=options):
+        text = event_json(event) if args.json else "\n".join(event_lines(event))
+        print(text, flush=True)
+        turn = event.turn or turn
+    if turn is not None and turn.model_error:
+        raise ModelFailure(f"model error, no answer: {turn.model_error}")
     return 0
 
 
@@ -144,6 +171,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="run the whole turn (composer, claim check, corpus fallback) and show the branch "
         "taken and every claim's verdict",
+    )
+    p.add_argument(
+        "--stream",
+        action="store_true",
+        help="run the whole turn (as --answer) and print each event as it arrives: the decision, "
+        "the notes, the disclaimer on the fallback branch, each claim with its verdict, the text "
+        "(with --json, one JSON object per line)",
     )
     p.add_argument(
         "--fallback",

@@ -23,7 +23,7 @@ from citegate.pipeline.cut import verse_group
 from citegate.pipeline.retrieve import Candidate, RetrievalResult
 
 if TYPE_CHECKING:  # type only: turn imports `where` from here
-    from citegate.pipeline.turn import Turn
+    from citegate.pipeline.turn import Turn, TurnEvent
 
 
 def where(c: Candidate) -> str:
@@ -279,8 +279,49 @@ def turn_dict(turn: Turn) -> dict[str, object]:
     }
 
 
+def event_lines(event: TurnEvent) -> list[str]:
+    """A streamed event for a person, as soon as it arrives (`ask --answer --stream`): the
+    decision and the gate, the notes, the disclaimer, each claim with its verdict, the text
+    shown, the branch; each line led by the milliseconds since the turn began."""
+    d, at = event.data, f"[{event.at_ms:7.1f} ms]"
+    kind = str(event.kind)
+    if kind == "decision":
+        gate = f"  (gate {d['gate']}: {_field(d['reason'])})" if "gate" in d else ""
+        return [f"{at} decision: {d['decision']}{gate}"]
+    if kind == "notes":
+        notes = d["notes"]
+        assert isinstance(notes, list)
+        return [f"{at} notes: {len(notes)}"] + [
+            f"  {n['n']}. [{n['kind']}] {_field(n['address'])}  score={n['score']:.3f}"
+            for n in notes
+        ]
+    if kind == "disclaimer":
+        return [f"{at} disclaimer: {_field(d['text'])}"]
+    if kind == "claim":
+        score = "-" if d["score"] is None else f"{d['score']:.3f}"
+        cites = ", ".join(_field(c) for c in d["cites"]) or "-"  # type: ignore[attr-defined]
+        return [f"{at} claim {d['n']}: {d['status']} score={score} cites {cites}",
+                f"  {_field(d['text'])}"]  # fmt: skip
+    if kind == "text":
+        return [f"{at} text:", visible(str(d["text"]))]
+    return [f"{at} branch: {d['branch']}" + (f"  ({_field(d['reason'])})" if d["reason"] else "")]
+
+
+def event_json(event: TurnEvent) -> str:
+    """A streamed event as one JSON line (the `done` event's turn as `turn_dict` gives it), its
+    control and bidi characters written as JSON escapes."""
+    data: dict[str, object] = {"event": str(event.kind), "at_ms": round(event.at_ms, 2)}
+    data.update(event.data)
+    if event.turn is not None:
+        data["turn"] = turn_dict(event.turn)
+    line = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    return visible(line, as_json=True)
+
+
 __all__ = [
     "dumps",
+    "event_json",
+    "event_lines",
     "render_text",
     "render_turn",
     "result_dict",

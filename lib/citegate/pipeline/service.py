@@ -39,7 +39,7 @@ from citegate.pipeline.llm_calls import DEFAULT_OPTIONS, CallOptions
 from citegate.pipeline.plan import Planner, make_planner
 from citegate.pipeline.retrieve import RetrievalResult, retrieve
 from citegate.pipeline.roles import RoleClients, runnable_roles
-from citegate.pipeline.turn import Turn, answer_turn
+from citegate.pipeline.turn import Turn, TurnEvent, answer_turn, turn_events
 from citegate.store.db import connection_pool
 from citegate.store.production import (
     gate_model_path,
@@ -148,6 +148,32 @@ class Service:
                 conn, question, self.choice.config, self.embedder, self.reranker, self.roles,
                 enable_fallback=fallback, options=options,
             )  # fmt: skip
+        return self._with_models(turn, fallback)
+
+    def stream(
+        self,
+        question: str,
+        *,
+        fallback: bool | None = None,
+        options: CallOptions = DEFAULT_OPTIONS,
+    ) -> Iterator[TurnEvent]:
+        """The whole turn as events, each as soon as it is known (`pipeline.turn.EventKind`):
+        the gate's decision and the notes, the painted disclaimer first on the fallback
+        branch, each claim shown with its verdict, the text shown, then `done` carrying the
+        `Turn` `answer` returns. The question is checked (`QuestionError`) before the first
+        event; the connection is held until the last event or until the caller stops reading."""
+        with self.connection() as conn:
+            events = turn_events(
+                conn, question, self.choice.config, self.embedder, self.reranker, self.roles,
+                enable_fallback=fallback, options=options,
+            )  # fmt: skip
+            for event in events:
+                if event.turn is not None:
+                    self._with_models(event.turn, fallback)
+                yield event
+
+    def _with_models(self, turn: Turn, fallback: bool | None) -> Turn:
+        """The turn with the model of each role it could run (what `ask` prints)."""
         runs = runnable_roles(self.choice.config, fallback)
         turn.models = {r: m for r, m in self.roles.models().items() if r in runs}
         return turn

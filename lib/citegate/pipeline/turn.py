@@ -25,8 +25,10 @@ ask` exits non-zero on it. Every entry point takes the question through `clean_q
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import psycopg
 
@@ -102,6 +104,31 @@ def _usage_delta(before: Mapping[str, float], after: Mapping[str, float]) -> dic
     return {k: after[k] - before.get(k, 0.0) for k in after}
 
 
+class EventKind(StrEnum):
+    """What a streamed event carries, in the order a turn sends them: the gate's `decision`, the
+    final `notes`, on the fallback branch the painted `disclaimer` before anything the model
+    wrote, each `claim` shown with its verdict, the `text` the user is shown, then `done` with
+    the whole `Turn`."""
+
+    DECISION = "decision"
+    NOTES = "notes"
+    DISCLAIMER = "disclaimer"
+    CLAIM = "claim"
+    TEXT = "text"
+    DONE = "done"
+
+
+@dataclass(frozen=True)
+class TurnEvent:
+    """One streamed event: its kind, milliseconds since the turn began, its plain data (what a
+    client shows: addresses, never fragment ids alone), and on `done` the whole turn."""
+
+    kind: EventKind
+    at_ms: float
+    data: Mapping[str, object]
+    turn: Turn | None = None
+
+
 def answer_turn(
     conn: psycopg.Connection | None,
     question: str,
@@ -118,7 +145,38 @@ def answer_turn(
     client for every role, or `RoleClients` (a client per role, made when first needed).
     A composer or planner call that fails ends the turn as branch `error` (no fallback: the
     corpus was not judged); so does a failed fallback call. `QuestionError` for an unusable
-    question (`clean_question`)."""
+    question (`clean_question`). The turn `turn_events` streams, whole."""
+    events = turn_events(
+        conn, question, cfg, embedder, reranker, client,
+        enable_fallback=enable_fallback, options=options,
+    )  # fmt: skip
+    for event in events:
+        if event.turn is not None:
+            return event.turn
+    raise AssertionError("a turn's events end with done")  # turn_events always ends so
+
+
+def turn_events(
+    conn: psycopg.Connection | None,
+    question: str,
+    cfg: PipelineConfig,
+    embedder: Embedder,
+    reranker: Reranker,
+    client: ChatClient | RoleClients,
+    *,
+    enable_fallback: bool | None = None,
+    options: CallOptions = DEFAULT_OPTIONS,
+) -> Iterator[TurnEvent]:
+    """`answer_turn` as it happens (`EventKind` says the order): the decision and the notes as
+    soon as the gate has decided, the answer's claims with their verdicts once the claim check
+    has scored them (in one batch: the extractive composer's sentences are complete at once, a
+    model composer's when its reply is), the painted disclaimer first on the fallback branch,
+    then the text shown and the whole turn. The question is checked before anything runs."""
+    clock = time.perf_counter()
+
+    def event(kind: EventKind, data: Mapping[str, object], turn: Turn | None = None) -> TurnEvent:
+        return TurnEvent(kind, (time.perf_counter() - clock) * 1000.0, data, turn)
+
     question = clean_question(question)
     roles = client if isinstance(client, RoleClients) else RoleClients.single(client, cfg)
     before = roles.usage()
@@ -126,21 +184,64 @@ def answer_turn(
     res = retrieve(conn, question, cfg, embedder, reranker)  # type: ignore[arg-type]
     turn = Turn(question, lang, Branch.GROUNDED, False, "", res.decision, res.notes, (), "")
     turn.retrieval, turn.composer = res, cfg.composer
+    yield event(EventKind.DECISION, decision_data(res))
+    yield event(EventKind.NOTES, {"notes": notes_data(res.notes)})
     if res.decision == Decision.INSUFFICIENT:
         why = gate_insufficient(res)
         turn.outline_status = f"{CallStatus.SKIPPED}: {why}"
     else:
         why = _answer(turn, cfg, embedder, roles, options)
+        if not why and turn.check is not None:
+            for data in claims_data(turn.check, turn.notes):
+                yield event(EventKind.CLAIM, data)
     if why and not turn.model_error:
         turn.corpus_insufficient, turn.reason = True, why
         skipped = fallback_skipped(cfg, enable_fallback)
         if not skipped:
             turn.fallback_unvetted = not cfg.fallback_bar
             _take_fallback(turn, conn, cfg, embedder, reranker, roles("fallback"), options)
+            if turn.disclaimer:
+                yield event(EventKind.DISCLAIMER, {"text": turn.disclaimer})
+            if turn.check is not None:
+                for data in claims_data(turn.check, turn.admitted):
+                    yield event(EventKind.CLAIM, data)
         else:
             not_found(turn, cfg, skipped)
     turn.usage = _usage_delta(before, roles.usage())
-    return turn
+    yield event(EventKind.TEXT, {"text": turn.text})
+    yield event(EventKind.DONE, {"branch": str(turn.branch), "reason": turn.reason}, turn)
+
+
+def decision_data(res: RetrievalResult) -> dict[str, object]:
+    """The `decision` event: the decision, and which gate made it and why."""
+    by = res.decided_by
+    gate = {} if by is None else {"gate": str(by.kind), "reason": by.reason}
+    return {"decision": str(res.decision), **gate}
+
+
+def notes_data(notes: Sequence[Candidate]) -> list[dict[str, object]]:
+    """The `notes` event: each final note's number (as the composer sees it), address, kind
+    and score."""
+    return [
+        {"n": n, "address": where(c), "kind": c.kind, "score": round(float(c.score), 4)}
+        for n, c in enumerate(notes, 1)
+    ]
+
+
+def claims_data(check: AnswerCheck, notes: Sequence[Candidate]) -> list[dict[str, object]]:
+    """The `claim` events: each claim shown (removed ones are not), its verdict, support score
+    and the addresses of the notes it cites."""
+    labels = note_labels(notes[:MAX_NOTES])
+    return [
+        {
+            "n": n,
+            "text": v.text,
+            "status": str(v.status),
+            "score": None if v.score is None else round(v.score, 4),
+            "cites": [labels.get(k, k) for k in v.cited],
+        }
+        for n, v in enumerate(check.kept, 1)
+    ]
 
 
 def gate_insufficient(res: RetrievalResult) -> str:
@@ -343,8 +444,10 @@ def _take_fallback(
 
 
 __all__ = [
+    "EventKind",
     "Grounded",
     "Turn",
+    "TurnEvent",
     "answer_turn",
     "checked",
     "fallback_skipped",
@@ -353,4 +456,5 @@ __all__ = [
     "not_found",
     "note_labels",
     "outline_text",
+    "turn_events",
 ]

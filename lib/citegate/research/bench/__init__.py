@@ -14,7 +14,9 @@
    every config × question;
    then (4d) load: production's `Service` shared by 8 threads, and one per process in 8
    processes, each caller answering 50 questions, against one client alone (errors, p50/p95,
-   calls/s), and 8 `Service.open` calls at once on a server none has started;
+   calls/s), and 8 `Service.open` calls at once on a server none has started; and (4e)
+   streaming: the time to a streamed turn's first event and first claim, and the whole
+   streamed turn against the same turn answered whole;
 5. the environment the numbers were measured in.
 
 A table goes to stdout; the numbers go to `var/bench/bench.json` (or `--out`); the goals the
@@ -24,8 +26,8 @@ temp dir on the way out.
 
 Modules: `common` (corpus, sizes, timing helpers), `server` (the private PostgreSQL and the temp
 dir its servers stop with), `ingest` (part 1), `search` (parts 2 and 3), `replay` (part 4),
-`load` (part 4d), `run` (the run and part 5), `goals` (the goal file and the verdicts), `report`
-(tables and JSON).
+`load` (part 4d), `stream` (part 4e), `run` (the run and part 5), `goals` (the goal file and
+the verdicts), `report` (tables and JSON).
 """
 
 from __future__ import annotations

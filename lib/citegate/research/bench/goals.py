@@ -25,6 +25,8 @@ NAMES = (
     "shared_service_errors",
     "shared_p95_over_single",
     "concurrent_open_errors",
+    "stream_first_event_p50_ms",
+    "stream_over_answer",
 )
 BETTER = ("higher", "lower")
 
@@ -91,6 +93,9 @@ def score_goals(
         values["shared_service_errors"] = res["load"]["threads_shared"]["errors"]
         values["shared_p95_over_single"] = res["load"]["shared_p95_over_single"]
         values["concurrent_open_errors"] = res["load"]["opens"]["errors"]
+    if "stream" in res:
+        values["stream_first_event_p50_ms"] = res["stream"]["first_event"]["p50_ms"]
+        values["stream_over_answer"] = res["stream"]["stream_over_answer"]
     if "learned_over_coverage" in res.get("gate", {}):
         values["learned_gate_over_coverage"] = res["gate"]["learned_over_coverage"]
     out = {

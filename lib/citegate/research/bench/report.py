@@ -15,6 +15,7 @@ from citegate.research.bench.answer import answer_rows
 from citegate.research.bench.common import STAGES, ratio
 from citegate.research.bench.load import load_rows
 from citegate.research.bench.replay import VECTOR_REPEATS
+from citegate.research.bench.stream import stream_rows
 from citegate.research.gate_bench import gate_rows
 
 
@@ -250,6 +251,12 @@ def render(res: dict[str, Any]) -> str:
             "every caller the same questions from its own offset, ms per call",
             ["callers", "calls", "errors", "p50", "p95", "calls/s"],
             load_rows(res),
+        ),
+        _table(
+            "4e. Streaming: production's Service, a turn streamed against the same turn answered "
+            "whole, interleaved per question (fallback off, extractive composer), ms",
+            ["measure", "p50", "p95"],
+            stream_rows(res),
         ),
         _table("5. Environment", ["fact", "value"], [[k, str(v)] for k, v in env.items()]),
         _table(

@@ -28,6 +28,7 @@ from citegate.research.bench.load import bench_load
 from citegate.research.bench.replay import bench_replay
 from citegate.research.bench.search import bench_lanes, bench_recall, bench_retrieve, load_corpus
 from citegate.research.bench.server import bench_dir, bench_server
+from citegate.research.bench.stream import bench_stream
 from citegate.research.gate_bench import bench_gate
 from citegate.store import db
 
@@ -94,6 +95,8 @@ def run(
             out["load"] = bench_load(
                 url, questions, project, tmp, threads=sizes.callers, per_caller=sizes.per_caller
             )
+            progress("part 4e: a streamed turn against the whole turn")
+            out["stream"] = bench_stream(url, questions[: sizes.per_caller], project)
             progress("stopping PostgreSQL")
     out["goals"] = score_goals(out)
     out["elapsed_s"] = time.perf_counter() - started
