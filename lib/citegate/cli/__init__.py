@@ -37,6 +37,7 @@ from citegate.cli import (
     ask,
     audit,
     bench,
+    chat,
     corpus,
     data,
     export,
@@ -57,7 +58,22 @@ from citegate.models.remote import unreachable
 Handler = Callable[[argparse.Namespace], int]
 
 # Command groups in the order `citegate --help` lists them.
-GROUPS = (corpus, ask, memory, data, audit, run, export, promote, ltr, bench, scale, reports, tools)
+GROUPS = (
+    corpus,
+    ask,
+    chat,
+    memory,
+    data,
+    audit,
+    run,
+    export,
+    promote,
+    ltr,
+    bench,
+    scale,
+    reports,
+    tools,
+)
 # The top-level modules of the optional extras (pyproject.toml): a command that needs one
 # without it says which extra to install, in one line.
 EXTRAS = {

@@ -172,6 +172,9 @@ class PipelineConfig:
     # The notebook 04 run whose bar the fallback model passed ("": none has, so an insufficient
     # corpus gets "I don't know" with pointers instead of the model; a call may still ask for it).
     fallback_bar: str = ""
+    # The notebook 01 run whose follow-up rewrite verdict the rewrite model passed ("": none has,
+    # so a follow-up in a conversation is searched as written, the reason shown on the turn).
+    rewrite_bar: str = ""
     arm: str = "production"  # pipeline variant: production | rrf_hybrid (comparison arm)
     rrf_k: int = 50  # RRF arm: reciprocal rank fusion constant
     rrf_dense_threshold: float = 0.45  # RRF arm: dense hits below this cosine are not fused
@@ -191,6 +194,7 @@ class PipelineConfig:
     outline_model: str = ""  # the outline planner's model (composer "outline"; "": llm)
     composer_model: str = ""  # the generative composer's model ("": llm)
     fallback_model: str = ""  # the corpus fallback's model ("": llm)
+    rewrite_model: str = ""  # the follow-up rewrite's model in a conversation ("": llm)
     # COMPOSERS: extractive (the notes' sentences nearest the question, each with its marker:
     # faithful by construction, no model) | generative (prose under the closed-book rules) |
     # outline (the outline planner's theses as the reply).

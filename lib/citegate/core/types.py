@@ -432,6 +432,8 @@ class RewriteRule(StrEnum):
     OK = "ok"
     FIRST_TURN = "first turn"
     NO_HISTORY = "no history"
+    NO_BAR = "no bar"  # the rewrite role's model has passed no bar (notebook 01): not asked
+    RESOLVED = "resolved"  # a verse the follow-up points at, resolved by rule (no model)
     LLM_ERROR = "llm_error"
     EMPTY = "empty"
     TOO_LONG = "too_long"

@@ -1,8 +1,9 @@
 """One chat client per model role, made when a role first needs it.
 
-A turn has four model roles (`ROLES`): the query planner, the outline planner, the composer and
-the corpus fallback. Each names its model in the config (`PipelineConfig.planner_model`,
-`outline_model`, `composer_model`, `fallback_model`; empty means `llm`), so the ladder of the
+A turn has five model roles (`ROLES`): the query planner, the follow-up rewrite (a conversation's
+later turns), the outline planner, the composer and the corpus fallback. Each names its model in
+the config (`PipelineConfig.planner_model`, `rewrite_model`, `outline_model`, `composer_model`,
+`fallback_model`; empty means `llm`), so the ladder of the
 design holds: cheap roles first, the strong model only on a coverage miss. With keys set a role
 gets the remote model it names (`ChatClient.from_env`); without them every role shares the
 bundled local model on one llama.cpp server, started only when a role first asks for a client:
@@ -19,7 +20,7 @@ from citegate.core.config import PipelineConfig
 from citegate.models.llm import ChatClient, LLMUsage
 from citegate.models.llm_server import LOCAL_MODEL_ID, LocalLlamaServer
 
-ROLES = ("planner", "outline", "composer", "fallback")
+ROLES = ("planner", "rewrite", "outline", "composer", "fallback")
 
 
 def role_model(cfg: PipelineConfig, role: str, override: str | None = None) -> str | None:
@@ -30,6 +31,7 @@ def role_model(cfg: PipelineConfig, role: str, override: str | None = None) -> s
         "outline": cfg.outline_model,
         "composer": cfg.composer_model,
         "fallback": cfg.fallback_model,
+        "rewrite": cfg.rewrite_model,
     }
     if role not in fields:
         raise ValueError(f"unknown model role {role!r}; known: {ROLES}")
@@ -43,6 +45,7 @@ def runnable_roles(cfg: PipelineConfig, fallback: bool | None = None) -> tuple[s
     (`fallback`: the per-call choice; None: enabled and its model passed notebook 04's bar)."""
     can = {
         "planner": cfg.planner == "llm",
+        "rewrite": bool(cfg.rewrite_bar),
         "outline": cfg.composer == "outline",
         "composer": cfg.composer == "generative",
         "fallback": bool(cfg.enable_corpus_fallback and cfg.fallback_bar)

@@ -24,7 +24,7 @@ threads and processes at once: the embedded server is started once and attached 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,13 +140,17 @@ class Service:
         *,
         fallback: bool | None = None,
         options: CallOptions = DEFAULT_OPTIONS,
+        history: Sequence[Mapping[str, str]] = (),
     ) -> Turn:
         """The whole turn: retrieval, the composer, the claim check, and on an insufficient
-        corpus the fallback (`fallback`: per call; None: the config's) or "I don't know"."""
+        corpus the fallback (`fallback`: per call; None: the config's) or "I don't know".
+        `history`: the conversation so far ({"role": "user" | "assistant", "content"}
+        messages, oldest first; `pipeline.conversation.Conversation.history` gives them): a
+        follow-up is rewritten into a standalone question before it is searched."""
         with self.connection() as conn:
             turn = answer_turn(
                 conn, question, self.choice.config, self.embedder, self.reranker, self.roles,
-                enable_fallback=fallback, options=options,
+                enable_fallback=fallback, options=options, history=history,
             )  # fmt: skip
         return self._with_models(turn, fallback)
 
@@ -156,16 +160,17 @@ class Service:
         *,
         fallback: bool | None = None,
         options: CallOptions = DEFAULT_OPTIONS,
+        history: Sequence[Mapping[str, str]] = (),
     ) -> Iterator[TurnEvent]:
         """The whole turn as events, each as soon as it is known (`pipeline.turn.EventKind`):
         the gate's decision and the notes, the painted disclaimer first on the fallback
         branch, each claim shown with its verdict, the text shown, then `done` carrying the
-        `Turn` `answer` returns. The question is checked (`QuestionError`) before the first
+        `Turn` `answer` returns (`history`: as for `answer`). The question is checked (`QuestionError`) before the first
         event; the connection is held until the last event or until the caller stops reading."""
         with self.connection() as conn:
             events = turn_events(
                 conn, question, self.choice.config, self.embedder, self.reranker, self.roles,
-                enable_fallback=fallback, options=options,
+                enable_fallback=fallback, options=options, history=history,
             )  # fmt: skip
             for event in events:
                 if event.turn is not None:

@@ -36,7 +36,15 @@ from citegate.core.config import COMPOSER_CLAIMS, FALLBACK_CLAIMS, PipelineConfi
 from citegate.core.errors import QuestionError, is_model_error
 from citegate.core.inputs import clean_question
 from citegate.core.text import detect_language
-from citegate.core.types import Branch, CallStatus, Candidate, Decision, RetrievalResult, Status
+from citegate.core.types import (
+    Branch,
+    CallStatus,
+    Candidate,
+    Decision,
+    RetrievalResult,
+    RewriteRule,
+    Status,
+)
 from citegate.models.embed import Embedder
 from citegate.models.llm import ChatClient
 from citegate.models.rerank import Reranker
@@ -49,6 +57,7 @@ from citegate.pipeline.outline import Outline, outline_call
 from citegate.pipeline.pointers import nearest, pointer_line
 from citegate.pipeline.render import where
 from citegate.pipeline.retrieve import retrieve
+from citegate.pipeline.rewrite import RewriteResult, resolve_verse_followup, rewrite_query
 from citegate.pipeline.roles import RoleClients
 from citegate.pipeline.support import support_scores
 
@@ -86,6 +95,14 @@ class Turn:
     fallback_skipped: str = ""  # why the fallback model did not run on an insufficient corpus
     fallback_unvetted: bool = False  # it ran on a caller's request with no passing bar
     dropped: tuple[str, ...] = ()  # model output dropped before it re-entered the pipeline
+    # In a conversation: the query searched and composed for (the follow-up rewritten into a
+    # standalone question, or the question as written), and why (`RewriteResult`).
+    rewrite: RewriteResult | None = None
+
+    @property
+    def searched(self) -> str:
+        """The question retrieval and the composer took: the accepted rewrite, else the question."""
+        return self.rewrite.query_used if self.rewrite is not None else self.question
 
     def fail(self, stage: str, status: str) -> None:
         """Mark the turn as failed by a model call of `stage` (its `llm_error: ...` status)."""
@@ -139,6 +156,7 @@ def answer_turn(
     *,
     enable_fallback: bool | None = None,
     options: CallOptions = DEFAULT_OPTIONS,
+    history: Sequence[Mapping[str, str]] = (),
 ) -> Turn:
     """Retrieve, gate, compose, check; on `corpus_insufficient` take the fallback (if enabled,
     per call or by `cfg.enable_corpus_fallback`) or say "I don't know". `client` is one chat
@@ -148,7 +166,7 @@ def answer_turn(
     question (`clean_question`). The turn `turn_events` streams, whole."""
     events = turn_events(
         conn, question, cfg, embedder, reranker, client,
-        enable_fallback=enable_fallback, options=options,
+        enable_fallback=enable_fallback, options=options, history=history,
     )  # fmt: skip
     for event in events:
         if event.turn is not None:
@@ -166,12 +184,18 @@ def turn_events(
     *,
     enable_fallback: bool | None = None,
     options: CallOptions = DEFAULT_OPTIONS,
+    history: Sequence[Mapping[str, str]] = (),
 ) -> Iterator[TurnEvent]:
     """`answer_turn` as it happens (`EventKind` says the order): the decision and the notes as
     soon as the gate has decided, the answer's claims with their verdicts once the claim check
     has scored them (in one batch: the extractive composer's sentences are complete at once, a
     model composer's when its reply is), the painted disclaimer first on the fallback branch,
-    then the text shown and the whole turn. The question is checked before anything runs."""
+    then the text shown and the whole turn. The question is checked before anything runs.
+
+    In a conversation (`history`: the earlier turns as {"role", "content"} messages, oldest
+    first), a follow-up is rewritten into a standalone question (`live_rewrite`) and that is
+    what retrieval and the composer take; the turn keeps the question as asked and the rewrite
+    with its reason."""
     clock = time.perf_counter()
 
     def event(kind: EventKind, data: Mapping[str, object], turn: Turn | None = None) -> TurnEvent:
@@ -181,10 +205,12 @@ def turn_events(
     roles = client if isinstance(client, RoleClients) else RoleClients.single(client, cfg)
     before = roles.usage()
     lang = supported(detect_language(question))
-    res = retrieve(conn, question, cfg, embedder, reranker)  # type: ignore[arg-type]
+    rewrite = live_rewrite(question, history, cfg, roles) if history else None
+    searched = rewrite.query_used if rewrite is not None else question
+    res = retrieve(conn, searched, cfg, embedder, reranker)  # type: ignore[arg-type]
     turn = Turn(question, lang, Branch.GROUNDED, False, "", res.decision, res.notes, (), "")
-    turn.retrieval, turn.composer = res, cfg.composer
-    yield event(EventKind.DECISION, decision_data(res))
+    turn.retrieval, turn.composer, turn.rewrite = res, cfg.composer, rewrite
+    yield event(EventKind.DECISION, {**decision_data(res), **rewrite_data(rewrite)})
     yield event(EventKind.NOTES, {"notes": notes_data(res.notes)})
     if res.decision == Decision.INSUFFICIENT:
         why = gate_insufficient(res)
@@ -210,6 +236,32 @@ def turn_events(
     turn.usage = _usage_delta(before, roles.usage())
     yield event(EventKind.TEXT, {"text": turn.text})
     yield event(EventKind.DONE, {"branch": str(turn.branch), "reason": turn.reason}, turn)
+
+
+def live_rewrite(
+    question: str, history: Sequence[Mapping[str, str]], cfg: PipelineConfig, roles: RoleClients
+) -> RewriteResult:
+    """A follow-up made standalone: a verse it points at through the conversation written as
+    its address, by rule (`rewrite.resolve_verse_followup`: "and the next verse?" after BG
+    2.47 searches "and BG 2.48?"); else as the rewrite role writes it, validated
+    (`rewrite.rewrite_query`: a rejected or failed rewrite leaves the question as written, with
+    the reason), asked only when the rewrite model has passed its bar
+    (`PipelineConfig.rewrite_bar`, notebook 01)."""
+    resolved = resolve_verse_followup(question, history)
+    if resolved is not None:
+        return RewriteResult(resolved, None, True, f"{RewriteRule.RESOLVED}: by rule, no model")
+    if not cfg.rewrite_bar:
+        why = f"{RewriteRule.NO_BAR}: the rewrite model has passed no bar (notebook 01)"
+        return RewriteResult(question, None, False, why)
+    return rewrite_query(roles("rewrite"), history, question, turn_index=len(history))
+
+
+def rewrite_data(rewrite: RewriteResult | None) -> dict[str, object]:
+    """The rewrite's part of the `decision` event: what was searched and why ({} off a
+    conversation)."""
+    if rewrite is None:
+        return {}
+    return {"searched": rewrite.query_used, "rewrite": rewrite.reason}
 
 
 def decision_data(res: RetrievalResult) -> dict[str, object]:
@@ -388,7 +440,7 @@ def _answer(
     mem = turn.retrieval.memory if turn.retrieval is not None else None
     framing = mem.framing if mem is not None else ()
     g, plan = grounded_answer(
-        turn.question, turn.lang, turn.notes, cfg, embedder, roles, options, framing
+        turn.searched, turn.lang, turn.notes, cfg, embedder, roles, options, framing
     )
     if plan is not None:
         turn.outline_status, turn.theses = plan.status, plan.theses
@@ -423,7 +475,7 @@ def _take_fallback(
 
     fb = fallback_turn(
         client,
-        turn.question,
+        turn.searched,
         search,
         admission=cfg.fallback_admission,
         lang=turn.lang,
