@@ -58,6 +58,9 @@ def test_the_load_part_shares_one_service_and_opens_at_once_without_an_error(
     assert load["threads_shared"]["calls"] == load["processes"]["calls"] == 2 * 3
     assert load["opens"] == {"opens": 2, "errors": 0, "error_kinds": {}}
     assert finite(load["shared_p95_over_single"])
+    for key in ("single", "threads_shared", "processes"):
+        assert load[key]["cpu_ms_per_call"] > 0  # the client's CPU, the server's where readable
+    assert finite(load["cpu_bound_mean_ms"]) and load["cpu_bound_mean_ms"] > 0
     goals = result["goals"]
     assert goals["shared_service_errors"]["met"] and goals["concurrent_open_errors"]["met"]
     assert "Service.open at once" in bench.render(result)

@@ -249,7 +249,7 @@ def render(res: dict[str, Any]) -> str:
         _table(
             "4d. Load: production's Service answering under concurrent callers (fallback off), "
             "every caller the same questions from its own offset, ms per call",
-            ["callers", "calls", "errors", "p50", "p95", "calls/s"],
+            ["callers", "calls", "errors", "p50", "p95", "calls/s", "CPU ms/call"],
             load_rows(res),
         ),
         _table(
