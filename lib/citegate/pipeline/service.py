@@ -6,6 +6,11 @@
         turn = svc.answer("What does Krishna say about the soul?")
         print(turn.branch, turn.text)            # grounded / fallback / decline / error
         res = svc.retrieve("BG 2.13")            # notes, decision, which gate decided, memory
+        for event in svc.stream("BG 2.47"):      # the same turn, each event as soon as known
+            print(event.kind, event.data)
+        conv = Conversation()                    # pipeline.conversation: follow-ups
+        conv.add(svc.answer("What does BG 2.47 say?", history=conv.history()))
+        svc.answer("and the next verse?", history=conv.history())   # searches BG 2.48
 
 `Service.open` does what `citegate ask` does before its first question: it chooses the config
 (`"production"`, `"design"` or a YAML path), checks every model file the config names against its
