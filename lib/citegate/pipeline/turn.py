@@ -44,6 +44,7 @@ from citegate.pipeline.extractive import MAX_NOTES, extract
 from citegate.pipeline.fallback import NOT_FOUND, FallbackAnswer, fallback_turn, supported
 from citegate.pipeline.llm_calls import DEFAULT_OPTIONS, CallOptions
 from citegate.pipeline.outline import Outline, outline_call
+from citegate.pipeline.plan import Planner
 from citegate.pipeline.pointers import nearest, pointer_line
 from citegate.pipeline.render import where
 from citegate.pipeline.retrieve import retrieve
@@ -112,10 +113,14 @@ def answer_turn(
     *,
     enable_fallback: bool | None = None,
     options: CallOptions = DEFAULT_OPTIONS,
+    planner: Planner | None = None,
 ) -> Turn:
     """Retrieve, gate, compose, check; on `corpus_insufficient` take the fallback (if enabled,
     per call or by `cfg.enable_corpus_fallback`) or say "I don't know". `client` is one chat
     client for every role, or `RoleClients` (a client per role, made when first needed).
+    `planner` plans the question's searches as `retrieve` does (None: the offline plan; a
+    service passes the one its config names); the fallback's probes are searched as the
+    fallback model wrote them.
     A composer or planner call that fails ends the turn as branch `error` (no fallback: the
     corpus was not judged); so does a failed fallback call. `QuestionError` for an unusable
     question (`clean_question`)."""
@@ -123,7 +128,7 @@ def answer_turn(
     roles = client if isinstance(client, RoleClients) else RoleClients.single(client, cfg)
     before = roles.usage()
     lang = supported(detect_language(question))
-    res = retrieve(conn, question, cfg, embedder, reranker)  # type: ignore[arg-type]
+    res = retrieve(conn, question, cfg, embedder, reranker, planner)  # type: ignore[arg-type]
     turn = Turn(question, lang, Branch.GROUNDED, False, "", res.decision, res.notes, (), "")
     turn.retrieval, turn.composer = res, cfg.composer
     if res.decision == Decision.INSUFFICIENT:
