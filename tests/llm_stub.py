@@ -1,6 +1,9 @@
 """A scripted OpenAI-compatible chat server for tests: a real HTTP server (stdlib, 127.0.0.1,
 port 0) that the real `openai` SDK talks to, replying from a list (the last reply repeats).
 
+`GET /models` answers a model list (`model_list`, "stub-model" by default; `listing=` replaces
+the reply), recorded in `Stub.gets`, never among the chat requests.
+
 Faults: a reply may carry response headers (`Retry-After`, `x-should-retry`, ...); `die_after=N`
 shuts the server down for good after N requests (later calls get "connection refused", as from a
 killed llama.cpp server); `Stub.kill()` does the same on demand; `dead_url()` is a base URL on a
@@ -55,13 +58,23 @@ def reply(obj: dict[str, Any] | str) -> Reply:
 DOWN: Reply = (500, error("server down"), {"x-should-retry": "false"})  # fails at once, no retries
 
 
+def model_list(*ids: str) -> Reply:
+    """A 200 reply to `GET /models` listing `ids` as the OpenAI API lists models."""
+    data = [{"id": i, "object": "model", "created": 0, "owned_by": "stub"} for i in ids]
+    return 200, {"object": "list", "data": data}
+
+
 class Stub:
     """Replies in order (the last one repeats) and records every request body and its time."""
 
-    def __init__(self, replies: list[Reply], die_after: int | None = None) -> None:
+    def __init__(
+        self, replies: list[Reply], die_after: int | None = None, listing: Reply | None = None
+    ) -> None:
         self.replies = replies
         self.die_after = die_after
+        self.listing = listing or model_list("stub-model")
         self.requests: list[dict[str, Any]] = []
+        self.gets: list[str] = []
         self.base_url = ""
         self.dead = False
         self._server: ThreadingHTTPServer | None = None
@@ -85,13 +98,37 @@ def dead_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
+def _send(handler: BaseHTTPRequestHandler, reply: Reply) -> None:
+    """Write one reply (status, JSON body, extra headers) and close the connection."""
+    status, payload, *extra = reply
+    data = json.dumps(payload).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    for name, value in (extra[0] if extra else {}).items():
+        handler.send_header(name, value)
+    handler.send_header("Connection", "close")
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 @contextmanager
-def stub_server(replies: list[Reply], *, die_after: int | None = None) -> Iterator[Stub]:
-    """A stdlib HTTP server on 127.0.0.1 (port 0) in a thread, answering chat completions;
-    with `die_after=N` it shuts itself down after answering N requests."""
-    stub = Stub(replies, die_after)
+def stub_server(
+    replies: list[Reply], *, die_after: int | None = None, listing: Reply | None = None
+) -> Iterator[Stub]:
+    """A stdlib HTTP server on 127.0.0.1 (port 0) in a thread, answering chat completions (and
+    `GET /models` with `listing`); with `die_after=N` it shuts itself down after answering N
+    chat requests."""
+    stub = Stub(replies, die_after, listing)
 
     class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (stdlib name)
+            stub.gets.append(self.path)
+            if not self.path.rstrip("/").endswith("/models"):
+                _send(self, (404, error(f"no route {self.path}")))
+                return
+            _send(self, stub.listing)
+
         def do_POST(self) -> None:  # noqa: N802 (stdlib name)
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             if stub.dead:  # accepted while shutting down: hang up without an answer
@@ -101,17 +138,8 @@ def stub_server(replies: list[Reply], *, die_after: int | None = None) -> Iterat
             stub.requests.append(
                 {"path": self.path, "body": json.loads(body or b"{}"), "t": time.monotonic()}
             )
-            status, payload, *extra = stub.replies[min(n, len(stub.replies) - 1)]
             stub.dead = stub.die_after is not None and n + 1 >= stub.die_after
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in (extra[0] if extra else {}).items():
-                self.send_header(name, value)
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.wfile.write(data)
+            _send(self, stub.replies[min(n, len(stub.replies) - 1)])
             if stub.dead:
                 threading.Thread(target=stub.kill, daemon=True).start()
 

@@ -114,11 +114,21 @@ def test_ask_with_a_missing_config_is_one_line(
 # --------------------------------------------------------------------------- a dead model server
 
 
+DEAD_MODEL = "openrouter/dead-model"  # every role of the configs below: a remote model
+
+
 def kill_the_model_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Point every role's chat client at a closed loopback port through the OpenRouter route (the OPENAI_*
-    route would also switch the embedder to OpenAI: `embed.default_embedder`)."""
+    """Point OpenRouter at a closed loopback port: a role whose config names an openrouter/
+    model then fails its call (a key alone moves no role: the configs name the model)."""
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-dead-0000")
     monkeypatch.setenv("OPENROUTER_BASE_URL", dead_url())
+
+
+def config_file(folder: Path, name: str, **changes: object) -> list[str]:
+    """`--config PATH` of the design numbers with every role on `DEAD_MODEL` and `changes`."""
+    path = folder / f"{name}.yaml"
+    save_config(DESIGN.replace(llm=DEAD_MODEL, **changes), path)
+    return ["--config", str(path)]
 
 
 def declining_config(folder: Path) -> list[str]:
@@ -126,19 +136,15 @@ def declining_config(folder: Path) -> list[str]:
     at cosine 0.99): the turn takes the corpus fallback (the config names a run whose bar its
     model passed), whose model call then fails. A corpus without fragments cannot stand in for
     it: retrieval refuses to search one."""
-    path = folder / "declining.yaml"
     gate = {"bail_out_score": 0.99, "sufficient_score": 0.995, "good_enough_score": 0.999}
-    save_config(DESIGN.replace(fallback_bar="04-run", **gate), path)
-    return ["--config", str(path)]
+    return config_file(folder, "declining", fallback_bar="04-run", **gate)
 
 
 def generative_config(folder: Path) -> list[str]:
     """`--config PATH` of the design numbers with the generative composer: the coverage gate
     passes the tiny corpus to the composer, whose model call then fails (the extractive
     composer, the default, calls no model)."""
-    path = folder / "generative.yaml"
-    save_config(DESIGN.replace(composer="generative"), path)
-    return ["--config", str(path)]
+    return config_file(folder, "generative", composer="generative")
 
 
 @pytest.mark.db
@@ -171,6 +177,7 @@ def test_the_extractive_composer_answers_with_no_model_and_every_claim_checked(
     tiny_corpus: str,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     kill_the_model_server(monkeypatch)  # any model call would fail the command
     ask = [
@@ -181,7 +188,7 @@ def test_the_extractive_composer_answers_with_no_model_and_every_claim_checked(
         "--corpus",
         tiny_corpus,
     ]
-    assert main([*ask, "--design"]) == 0
+    assert main([*ask, *config_file(tmp_path, "extractive")]) == 0
     turn = json.loads(capsys.readouterr().out)["turn"]
     assert turn["branch"] == "grounded" and turn["composer"] == "extractive"
     assert turn["usage"]["calls"] == 0 and turn["check"]["claims"]
@@ -265,6 +272,7 @@ def test_ask_answers_with_the_chosen_config(
         service, "connection_pool", lambda url=None, **_: contextlib.nullcontext(FakePool())
     )
     monkeypatch.setattr(service, "default_embedder", FakeEmbedder)
+    monkeypatch.setattr(service, "embedder_for", lambda embedder_id: FakeEmbedder())
     with pytest.raises(_Stop):
         main(["--debug", "ask", "What does BG 2.13 say about the soul?", *flags])
     production = read_production()["pipeline"]

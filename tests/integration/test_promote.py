@@ -511,3 +511,22 @@ def test_a_promotion_after_a_rollback_never_reuses_a_version_number(
     assert read_production(env)["version"] == v0
     assert P.promote(crafted_run(tmp_path, fallback_admission=0.56)).accepted
     assert read_production(env)["version"] == v0 + 2  # not a second, different "v0 + 1"
+
+
+@pytest.mark.db
+def test_an_llm_planner_without_a_passing_verdict_is_never_promoted(
+    env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A service would refuse the file (`Service.open`), so promote refuses the run, forced or
+    not, before evaluating anything; with the planner's verdict named it is evaluated as usual."""
+    before = env.read_bytes()
+    run = crafted_run(tmp_path, planner="llm")
+    with pytest.raises(ConfigError, match="planner is 'llm' but planner_bar names no run"):
+        P.promote(run, force=True, reason="try to force an unmeasured planner")
+    code = main(["promote", run, "--dry-run"])
+    err = capsys.readouterr().err
+    ours = [line for line in err.splitlines() if line.startswith("citegate")]  # not mlflow's
+    assert code == 2 and len(ours) == 1 and "planner_bar" in ours[0] and "Traceback" not in err
+    assert env.read_bytes() == before
+    measured = P.promote(crafted_run(tmp_path, planner="llm", planner_bar="01-run"), dry_run=True)
+    assert ("planner", "offline", "llm") in measured.changes

@@ -19,6 +19,7 @@ from citegate.core.errors import ConfigError
 from citegate.core.types import ClaimStatus, RetrievalResult
 from citegate.models.embed import default_embedder
 from citegate.models.llm import ChatClient
+from citegate.models.llm_server import LOCAL_MODEL_ID
 from citegate.pipeline import turn as T
 from citegate.pipeline.claimcheck import check_answer, shown_text
 from citegate.pipeline.compose import ABSTENTION, abstention, closed_book_messages
@@ -218,12 +219,14 @@ def test_the_scorer_is_called_once_with_only_the_cited_notes() -> None:
 
 
 def test_each_role_names_its_model_or_falls_back_to_llm() -> None:
-    cfg = PipelineConfig(llm="cheap", composer_model="mid", fallback_model="strong")
+    cheap, mid, strong = "openrouter/cheap", "openai/mid", "openrouter/vendor/strong"
+    cfg = PipelineConfig(llm=cheap, composer_model=mid, fallback_model=strong)
     assert [role_model(cfg, r) for r in ("planner", "outline", "composer", "fallback")] == [
-        "cheap", "cheap", "mid", "strong",
+        cheap, cheap, mid, strong,
     ]  # fmt: skip
-    assert role_model(PipelineConfig(), "composer") is None
-    assert role_model(cfg, "composer", override="x") == "x"
+    assert role_model(PipelineConfig(), "composer") == LOCAL_MODEL_ID
+    assert role_model(cfg.replace(composer_model="none"), "composer") == LOCAL_MODEL_ID
+    assert role_model(cfg, "composer", override="openai/x") == "openai/x"
     with pytest.raises(ConfigError, match="composer must be one of"):
         PipelineConfig(composer="poet")
 
@@ -242,7 +245,7 @@ def run_turn(
 ) -> tuple[T.Turn, list[dict[str, Any]]]:
     """A turn over fixed notes with the stub as every role's model."""
 
-    def fake(conn: Any, text: str, c: Any, emb: Any, rr: Any) -> RetrievalResult:
+    def fake(conn: Any, text: str, c: Any, emb: Any, rr: Any, plan: Any = None) -> RetrievalResult:
         return RetrievalResult(tuple(notes), decision, (), None)  # type: ignore[arg-type]
 
     monkeypatch.setattr(T, "retrieve", fake)

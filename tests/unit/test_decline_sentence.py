@@ -66,7 +66,7 @@ def test_an_unsupported_language_declines_in_english_naming_the_corpus() -> None
 def test_a_turn_over_a_folder_corpus_declines_naming_that_corpus(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    def fake(conn: object, text: str, cfg: object, emb: object, rr: object) -> RetrievalResult:
+    def fake(conn: object, text: str, cfg: object, *_: object) -> RetrievalResult:
         return RetrievalResult((), "insufficient", (), None)  # type: ignore[arg-type]
 
     monkeypatch.setattr(T, "retrieve", fake)

@@ -78,7 +78,25 @@ def test_make_planner(monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("OPENROUTER_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     assert isinstance(make_planner("offline"), OfflinePlanner)
-    with pytest.raises(ConfigError, match="needs OPENROUTER_API_KEY"):
-        make_planner("llm")
+    with pytest.raises(ConfigError, match="planner_model names 'openrouter/m'.*OPENROUTER_API_KEY"):
+        make_planner("llm", "openrouter/m")
+    with pytest.raises(ConfigError, match="needs the role clients"):
+        make_planner("llm", "none")  # the bundled model's server needs an owner
     with pytest.raises(ConfigError, match="unknown planner"):
         make_planner("psychic")
+
+
+def test_make_planner_plans_on_the_model_it_is_given(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`planner_model` is honoured: the plan goes to the named provider with the named model,
+    through the SDK against a local server speaking the API."""
+    monkeypatch.setenv("CITEGATE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-plan-0000")
+    good = json.dumps({"subquestions": [{"kind": "main", "text": "What is karma yoga?"}]})
+    with stub_server([(200, completion(good))]) as stub:
+        monkeypatch.setenv("OPENROUTER_BASE_URL", stub.base_url)
+        plan = make_planner("llm", "openrouter/vendor/planner-x").plan("Explain karma yoga")
+    assert [r["body"]["model"] for r in stub.requests] == ["vendor/planner-x"]
+    assert plan.planner == "llm:openrouter/vendor/planner-x"
+    assert plan.texts() == ["Explain karma yoga", "What is karma yoga?"]

@@ -46,7 +46,7 @@ class FakeRetrieval:
         self.decision, self.notes, self.hits = decision, tuple(notes), tuple(hits)
         self.calls: list[str] = []
 
-    def __call__(self, conn: Any, text: str, cfg: Any, emb: Any, rr: Any) -> RetrievalResult:
+    def __call__(self, conn: Any, text: str, cfg: Any, *_: Any) -> RetrievalResult:
         first = not self.calls
         self.calls.append(text)
         notes = self.notes if first else self.hits
@@ -233,9 +233,9 @@ def test_no_note_at_the_floor_leaves_i_dont_know_alone(
 def test_an_unsearchable_probe_is_dropped_not_raised_as_the_question(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    def strict(conn: Any, text: str, cfg: Any, emb: Any, rr: Any) -> RetrievalResult:
+    def strict(conn: Any, text: str, cfg: Any, *rest: Any) -> RetrievalResult:
         clean_question(text)  # what the real retrieval does first: raises on "] {"
-        return fake(conn, text, cfg, emb, rr)
+        return fake(conn, text, cfg, *rest)
 
     fake = FakeRetrieval("insufficient", hits=[verse(1, 0.9)])
     bad = {**MEMORY_REPLY, "search_queries": ["] {", "Arjuna doubt", "}"]}

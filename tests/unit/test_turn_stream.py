@@ -37,7 +37,9 @@ class FakeRetrieval:
         self.decision, self.notes, self.hits = decision, tuple(notes), tuple(hits)
         self.calls = 0
 
-    def __call__(self, conn: Any, text: str, cfg: Any, emb: Any, rr: Any) -> RetrievalResult:
+    def __call__(
+        self, conn: Any, text: str, cfg: Any, emb: Any, rr: Any, planner: Any = None
+    ) -> RetrievalResult:
         self.calls += 1
         first = self.calls == 1
         notes = self.notes if first else self.hits

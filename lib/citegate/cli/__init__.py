@@ -4,7 +4,8 @@ adds its subcommands and `cmd_*` functions that call the domain modules' plain f
     corpus   ingest, doctor          data     data build|check|card|import-beir|split|...
     memory   memory import|list|show|remove (curated notes)
     export   export-run (TREC files)
-    ask      ask                     run      run (experiments)
+    ask      ask                     models   models (each role's model and verdict)
+    run      run (experiments)
     promote  promote                 ltr      ltr train
     bench    bench, rerank-eval      reports  screenshot
     tools    tts-tracks (maintainers)  audit    audit-sheet (label audits)
@@ -43,6 +44,7 @@ from citegate.cli import (
     export,
     ltr,
     memory,
+    models,
     promote,
     reports,
     run,
@@ -59,21 +61,9 @@ Handler = Callable[[argparse.Namespace], int]
 
 # Command groups in the order `citegate --help` lists them.
 GROUPS = (
-    corpus,
-    ask,
-    chat,
-    memory,
-    data,
-    audit,
-    run,
-    export,
-    promote,
-    ltr,
-    bench,
-    scale,
-    reports,
-    tools,
-)
+    corpus, ask, chat, models, memory, data, audit, run, export, promote, ltr, bench, scale,
+    reports, tools,
+)  # fmt: skip
 # The top-level modules of the optional extras (pyproject.toml): a command that needs one
 # without it says which extra to install, in one line.
 EXTRAS = {

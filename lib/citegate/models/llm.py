@@ -9,7 +9,14 @@
   never cached, so a retry after an outage calls again) and a usage accumulator;
 - a key the API refuses (HTTP 401) is `remote.AuthFailed`, one line naming the variable to
   check, not a model failure a run records;
-- `ChatClient.from_env` picks OpenRouter or another OpenAI-compatible endpoint from the environment;
+- a config names each chat model as `openrouter/<id>` or `openai/<id>` (`PROVIDERS`), or "none"
+  for the bundled local model: `remote_client` makes the client of a remote id, refused in one
+  line when its provider's key is not set; a key in the environment never picks a model by
+  itself. `chosen_model` reads a caller's explicit per-call choice (`citegate ask --model`),
+  where a bare id goes to the provider whose key is set; `ChatClient.from_env` does the same
+  for a study's `remote:<id>`;
+- `ChatClient.reachable` asks a remote API for its model list (`GET /models`), cheaply and
+  with a short timeout: `citegate models` shows whether each role's model can be reached;
 - `parse_memory_answer` and `ChatClient.structured` turn model output into a typed `MemoryAnswer`,
   with one repair round-trip; bad model output is recorded, never raised.
 
@@ -30,7 +37,8 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import urlparse
 
 from citegate.core import paths
-from citegate.core.errors import CitegateError
+from citegate.core.config import LOCAL_CHAT_MODEL
+from citegate.core.errors import CitegateError, ConfigError
 from citegate.core.redact import scrub
 from citegate.models.cache import DiskCache, digest
 from citegate.models.remote import auth_failed
@@ -47,6 +55,98 @@ Message = Mapping[str, Any]
 
 class LLMError(CitegateError):
     """A chat call that failed for good (non-retryable status, or retries exhausted)."""
+
+
+# --------------------------------------------------------------------------- providers
+
+
+@dataclass(frozen=True)
+class Provider:
+    """A remote chat API a model id names by its prefix: the variable holding its key, the one
+    that may point it elsewhere (a gateway, a test server) and its own URL (None: the SDK's)."""
+
+    name: str
+    key_env: str
+    base_env: str
+    default_base: str | None
+
+    def base_url(self) -> str | None:
+        """Where its API is: `base_env` when set, else its own URL."""
+        return os.environ.get(self.base_env) or self.default_base
+
+
+PROVIDERS = {
+    "openrouter": Provider(
+        "openrouter", "OPENROUTER_API_KEY", "OPENROUTER_BASE_URL", OPENROUTER_BASE_URL
+    ),
+    "openai": Provider("openai", "OPENAI_API_KEY", "OPENAI_BASE_URL", None),
+}
+
+
+def split_model(model_id: str) -> tuple[Provider, str] | None:
+    """(provider, the provider's own model id) of a remote id such as `openrouter/x/y` (the
+    provider is the first segment, the rest is the provider's id); None for any other id (the
+    local model's "none", or a bare id that names no provider)."""
+    name, _, model = model_id.partition("/")
+    provider = PROVIDERS.get(name)
+    return (provider, model) if provider is not None and model else None
+
+
+def is_remote(model_id: str) -> bool:
+    """Whether `model_id` names a model of a remote provider (`split_model`)."""
+    return split_model(model_id) is not None
+
+
+def missing_key(model_id: str, field: str) -> str:
+    """Why the remote model `model_id` that `field` names cannot run here ("" when it can, or
+    is not remote): its provider's key is not set. One line naming the variable to set."""
+    split = split_model(model_id)
+    if split is None or os.environ.get(split[0].key_env):
+        return ""
+    provider = split[0]
+    via = (
+        f", or name it openrouter/{model_id} to reach it through OpenRouter"
+        if provider.name == "openai"
+        else ""
+    )
+    return (
+        f"{field} names {model_id!r} (a remote model on {provider.name}) but {provider.key_env} "
+        f"is not set: set it{via}, or name {LOCAL_CHAT_MODEL!r} for the bundled local model"
+    )
+
+
+def remote_client(model_id: str, field: str = "model", **kwargs: Any) -> ChatClient:
+    """The client of a remote model id (`openrouter/<id>`, `openai/<id>`) on its provider's
+    API, with its key; a one-line ConfigError naming the variable when the key is not set
+    (`missing_key`), or when `model_id` names no provider."""
+    split = split_model(model_id)
+    if split is None:
+        names = ", ".join(f"{p}/<model>" for p in PROVIDERS)
+        raise ConfigError(f"{field}: {model_id!r} is not a remote model id ({names})")
+    if why := missing_key(model_id, field):
+        raise ConfigError(why)
+    provider, model = split
+    key = os.environ[provider.key_env]
+    kwargs.setdefault("key_env", provider.key_env)
+    return ChatClient(model, provider.base_url(), key, **kwargs)
+
+
+def chosen_model(model: str, field: str = "--model") -> str:
+    """A caller's explicit per-call model (`citegate ask --model`, `Service.open(model=...)`)
+    as a model id: "none", `openrouter/<id>` and `openai/<id>` as given; a bare id on the
+    provider whose key is set (OpenRouter first, then OpenAI), since whoever names a model
+    means a remote one. With no key set a bare id is refused in one line: a model someone
+    named never silently becomes the local one."""
+    if model == LOCAL_CHAT_MODEL or is_remote(model):
+        return model
+    for provider in PROVIDERS.values():
+        if os.environ.get(provider.key_env):
+            return f"{provider.name}/{model}"
+    keys = " nor ".join(p.key_env for p in PROVIDERS.values())
+    raise ConfigError(
+        f"{field} {model!r} names a remote model but neither {keys} is set: set one and name "
+        f"its provider (openrouter/{model}), or name {LOCAL_CHAT_MODEL!r} for the local model"
+    )
 
 
 # --------------------------------------------------------------------------- chat client
@@ -166,10 +266,11 @@ class ChatClient:
 
     @classmethod
     def from_env(cls, model: str | None = None, **kwargs: Any) -> ChatClient | None:
-        """OpenRouter if `OPENROUTER_API_KEY` is set (at `OPENROUTER_BASE_URL` when that is set:
+        """The environment's provider for a model a caller named (a study's `remote:<id>`):
+        OpenRouter if `OPENROUTER_API_KEY` is set (at `OPENROUTER_BASE_URL` when that is set:
         a gateway or a test server), else `OPENAI_BASE_URL`+`OPENAI_API_KEY` if both are set,
-        else None (the caller then starts `LocalLlamaServer`). The OPENAI_* route also switches
-        the embedder to OpenAI (`embed.default_embedder`); the OpenRouter route does not."""
+        else None. No pipeline role comes here: a role runs the model its config names
+        (`remote_client`), whatever keys are set."""
         if key := os.environ.get("OPENROUTER_API_KEY"):
             base = os.environ.get("OPENROUTER_BASE_URL") or OPENROUTER_BASE_URL
             kwargs.setdefault("key_env", "OPENROUTER_API_KEY")
@@ -178,6 +279,26 @@ class ChatClient:
         if base and key:
             return cls(model or OPENAI_DEFAULT_MODEL, base, key, **kwargs)
         return None
+
+    def reachable(self, timeout: float = 5.0) -> tuple[bool, str]:
+        """Whether the API answers with this key and lists the model: one `GET /models` through
+        the SDK, `timeout` seconds, no retries (a cheap check, not a chat call). (True, "")
+        or (False, why in one scrubbed line)."""
+        import openai
+
+        quick = self.client.with_options(timeout=timeout, max_retries=0)
+        try:
+            listed = {m.id for m in quick.models.list()}
+        except openai.AuthenticationError:
+            return False, f"the key was refused (HTTP 401): check {self.key_env}"
+        except openai.APIStatusError as exc:
+            return False, scrub(f"GET /models: HTTP {exc.status_code}")
+        except openai.OpenAIError as exc:
+            cause = f" ({exc.__cause__})" if exc.__cause__ is not None else ""
+            return False, scrub(f"not reachable: {type(exc).__name__}{cause}")
+        if self.model not in listed:
+            return False, f"the API does not list {self.model!r}"
+        return True, ""
 
     def cache_key(self, messages: Sequence[Message], params: Mapping[str, Any]) -> str:
         """Digest of (model, local/remote, messages JSON, params JSON)."""

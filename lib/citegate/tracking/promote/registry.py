@@ -18,6 +18,7 @@ from citegate.core.config import PipelineConfig, load_config, read_production
 from citegate.core.errors import ConfigError
 from citegate.core.redact import safe_mapping
 from citegate.core.yamlfile import loads_yaml
+from citegate.pipeline.roles import bar_problem
 from citegate.store.production import load_gate, load_reranker
 from citegate.tracking.promote import production_file
 from citegate.tracking.promote.decision import PromotionDecision, decide
@@ -72,6 +73,14 @@ def check_promotable(run_id: str, status: str, tags: dict[str, str]) -> None:
             f"run {run_id} cannot be promoted: {'; '.join(problems)}; --force does not "
             "override this"
         )
+
+
+def check_role_bars(run_id: str, cfg: PipelineConfig) -> None:
+    """Refuse (`ConfigError`, whatever `--force` says) a recommended config that production
+    could not answer with: a role it runs with no passing verdict (`roles.bar_problem`: the
+    llm query planner without `planner_bar`). `Service.open` would refuse the promoted file."""
+    if why := bar_problem(cfg):
+        raise ConfigError(f"run {run_id} cannot be promoted: {why}; --force does not override this")
 
 
 def recommended_from_run(run_id: str) -> Recommended:
@@ -262,6 +271,7 @@ def promote(
     `models/gate-<digest12>.json` and `models/ltr-<digest12>.json` next to itself, with digests."""
     evaluation, guards = load_guards(guards_path)
     rec = recommended_from_run(run_id)
+    check_role_bars(run_id, rec.config)
     checks = certificate_checks(rec.why)
     cand_cfg, cand_gate = promoted_config(rec.config, rec.gate_model, rec.ltr_model)
     prod_doc = read_production(production_file.PRODUCTION)
