@@ -42,6 +42,25 @@ def test_a_followup_pointing_at_a_verse_is_written_with_its_address(
     assert resolve_verse_followup(followup, ASKED) == standalone
 
 
+@pytest.mark.parametrize(
+    ("first", "followup", "standalone"),
+    [
+        (
+            "In Chapter 1, Verse 2, whom does Duryodhana approach?",
+            "How is the army described in the verse?",
+            "How is the army described in BG 1.2?",
+        ),
+        ("Глава 2, стих 47: о чём он?", "Что говорится в этом стихе?", "Что говорится в BG 2.47?"),
+        ("अध्याय 2, श्लोक 47 क्या कहता है?", "इस श्लोक का अर्थ क्या है?", "इस BG 2.47 का अर्थ क्या है?"),
+        ("What does BG 3.5 say?", "What does the passage say of action?", "What does BG 3.5 say of action?"),
+    ],
+)  # fmt: skip
+def test_the_forms_notebook_01_follow_ups_use_are_resolved_from_a_spelled_first_turn(
+    first: str, followup: str, standalone: str
+) -> None:
+    assert resolve_verse_followup(followup, [{"role": "user", "content": first}]) == standalone
+
+
 def test_no_rule_applies_without_a_verse_to_point_at_or_when_one_is_named() -> None:
     assert resolve_verse_followup("and the next verse?", []) is None
     assert resolve_verse_followup("What about BG 3.5?", ASKED) is None  # names its own

@@ -425,3 +425,16 @@ def test_conclusion_tells_arms_apart_only_when_the_paired_test_does() -> None:
     worse = _paired_text(_paired_results(gains=0, losses=12, ties=2))
     assert "worse than raw at the 5% level" in worse
     assert "Where intervals overlap" not in apart  # no fixed sentence either way
+
+
+def test_the_rule_arm_searches_the_follow_up_with_the_verse_its_first_turn_names() -> None:
+    convs = fu.candidate_conversations(QUESTIONS)
+    empty = pd.DataFrame(columns=list(fu.REWRITE_COLUMNS))
+    rule = fu.arm_queries(convs, empty).query("arm == 'rule'")
+    assert len(rule) == len(convs) and set(rule["model"]) == {""}
+    for conv, query in zip(convs, rule["query"], strict=True):
+        named = fu.names_group(query, conv.followup.group)
+        assert named == bool(fu.named_verses(conv.first.text)), (conv.id, query)
+    assert {"Why does BG 2.13 mention youth?", "Что в BG 2.20 сказано о смерти тела?"} <= set(
+        rule["query"]
+    )

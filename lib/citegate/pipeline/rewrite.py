@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from citegate.core.types import RewriteRule, split_outcome
-from citegate.corpus.sources.address import find_verse_refs, verse_label
+from citegate.corpus.sources.address import find_verse_refs, named_verses, verse_label
 from citegate.models.llm import ChatResult, LLMError
 from citegate.pipeline.model_output import check_query
 
@@ -258,23 +258,27 @@ def validate_rewrite(original: str, candidate: str) -> tuple[bool, str]:
 # --------------------------------------------------------------------------- verse follow-ups
 
 # A follow-up that points at a verse through the conversation ("and the next verse?", "what
-# does the previous verse say?", "in that verse", "verse 14"), English and Russian.
+# does the previous verse say?", "in that verse", "the passage", "verse 14"), in English,
+# Russian and Hindi (the forms notebook 01's follow-ups use: `studies.followup.ELLIPTICAL`).
 _NEXT = re.compile(r"\b(?:the\s+)?(?:next|following)\s+verse\b|следующ\w*\s+стих\w*", re.I)
 _PREVIOUS = re.compile(r"\b(?:the\s+)?(?:previous|preceding)\s+verse\b|предыдущ\w*\s+стих\w*", re.I)
-_SAME = re.compile(
-    r"\b(?:this|that|the\s+same|the)\s+verse\b|(?:этот|этом|тот|том|этого)\s+стих\w*", re.I
-)
 _BARE = re.compile(r"\bverse\s+(\d{1,2})\b|\bстих\w*\s+(\d{1,2})\b", re.I)
+_SAME = re.compile(
+    r"\b(?:this|that|the\s+same|the)\s+(?:verse|text|passage|shloka|sloka)\b"
+    r"|\b(?:этот|этом|тот|том|этого|этому)\s+(?:стих\w*|тексте)|\bстих\w*|श्लोक",
+    re.I,
+)
 
 
 def last_verse(history: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
-    """The verse the conversation was last about: the first address of the newest question
-    that names one (questions are kept standalone: `Conversation.history`), else of the newest
-    answer that cites one."""
+    """The verse the conversation was last about: the first verse named by the newest question
+    that names one ("BG 2.47", "Chapter 2, Verse 47", "Глава 2, стих 47": `named_verses`;
+    questions are kept standalone, `Conversation.history`), else by the newest answer that
+    cites one."""
     for role in ("user", "assistant"):
         for message in reversed(history):
             if message.get("role", "user") == role:
-                refs = find_verse_refs(str(message.get("content", "")))
+                refs = named_verses(str(message.get("content", "")))
                 if refs:
                     return refs[0]
     return None
@@ -282,20 +286,26 @@ def last_verse(history: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
 
 def resolve_verse_followup(query: str, history: Sequence[Mapping[str, Any]]) -> str | None:
     """The follow-up with the verse it points at written as its address ("and the next
-    verse?" after BG 2.47: "and BG 2.48?"), or None when it names its own verse, points at
-    none, or the conversation names no verse. A rule, not a model: nothing to validate."""
-    ref = last_verse(history) if not find_verse_refs(query) else None
+    verse?" after BG 2.47: "and BG 2.48?"; "How is the army described in the verse?" after
+    Chapter 1, Verse 2: "... in BG 1.2?"), or None when it names its own verse, points at none,
+    or the conversation names no verse. A rule, not a model: nothing to validate."""
+    ref = last_verse(history) if not named_verses(query) else None
     if ref is None:
         return None
     chapter, verse = ref
-    for pattern, step in ((_NEXT, 1), (_PREVIOUS, -1), (_SAME, 0)):
-        if pattern.search(query) and 1 <= verse + step <= 78:
+    for pattern, step in ((_NEXT, 1), (_PREVIOUS, -1)):
+        if pattern.search(query):
+            if not 1 <= verse + step <= 78:
+                return None
             return pattern.sub(verse_label(chapter, verse + step), query, count=1)
     bare = _BARE.search(query)
     if bare:
         number = int(bare.group(1) or bare.group(2))
-        if 1 <= number <= 78:
-            return query[: bare.start()] + verse_label(chapter, number) + query[bare.end() :]
+        if not 1 <= number <= 78:
+            return None
+        return query[: bare.start()] + verse_label(chapter, number) + query[bare.end() :]
+    if _SAME.search(query):
+        return _SAME.sub(verse_label(chapter, verse), query, count=1)
     return None
 
 

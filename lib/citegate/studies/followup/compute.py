@@ -23,9 +23,10 @@ from citegate.pipeline.rewrite import (
     code_tokens,
     echoes_prompt,
     quoted_strings,
+    resolve_verse_followup,
 )
 
-ARMS = ("raw", "concat", "rewrite")
+ARMS = ("raw", "concat", "rule", "rewrite")
 SAMPLE_SALT = "citegate-followup-v1"
 
 _DIGITS = str.maketrans("०१२३४५६७८९", "0123456789")
@@ -249,14 +250,17 @@ def check_model_errors(
 
 
 def arm_queries(conversations: Sequence[Conversation], rewrites: pd.DataFrame) -> pd.DataFrame:
-    """One row per (conversation, arm, model): the text searched for the follow-up. `raw` and
-    `concat` have model ""; `rewrite` has one row per model (its query_used), none where the
-    model call failed."""
+    """One row per (conversation, arm, model): the text searched for the follow-up. `raw`,
+    `concat` and `rule` have model ""; `rule` is what the live turn searches before any model
+    (`pipeline.rewrite.resolve_verse_followup`: the verse the follow-up points at written as
+    its address, else the follow-up as written); `rewrite` has one row per model (its
+    query_used), none where the model call failed."""
     rows = []
     for conv in conversations:
         base = {"conversation": conv.id, "language": conv.language, "group": conv.followup.group}
         rows.append({**base, "arm": "raw", "model": "", "query": conv.followup.text})
         rows.append({**base, "arm": "concat", "model": "", "query": conv.concat()})
+        rows.append({**base, "arm": "rule", "model": "", "query": rule_query(conv)})
     for r in answered(rewrites).to_dict("records"):
         rows.append(
             {
@@ -270,6 +274,13 @@ def arm_queries(conversations: Sequence[Conversation], rewrites: pd.DataFrame) -
             }
         )
     return pd.DataFrame(rows)
+
+
+def rule_query(conv: Conversation) -> str:
+    """The follow-up as the live turn's rule makes it standalone from the first turn, or as
+    written when the rule finds no verse to point at."""
+    history = [{"role": "user", "content": conv.first.text}]
+    return resolve_verse_followup(conv.followup.text, history) or conv.followup.text
 
 
 def score_hits(
