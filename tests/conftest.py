@@ -160,7 +160,7 @@ def promote_env(tmp_path: Path, demo_db: str, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     monkeypatch.setenv("CITEGATE_VAR", str(tmp_path / "var"))
     prod = tmp_path / "production.yaml"
-    # A fixed coverage-gate production (version 2 as shipped before the learned gate), not the
+    # A fixed coverage-gate production file (version 2, without the learned gate), not the
     # committed file: what these tests promote against must not change with each promotion.
     shutil.copy(Path(__file__).parent / "fixtures" / "production_coverage.yaml", prod)
     monkeypatch.setattr(production_file, "PRODUCTION", prod)

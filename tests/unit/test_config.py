@@ -145,7 +145,9 @@ def test_resolve_puts_the_overrides_on_the_named_base() -> None:
 
 
 def test_production_without_the_new_fields_loads_with_their_empty_defaults() -> None:
-    old = Path(__file__).parents[1] / "fixtures" / "production_coverage.yaml"  # as shipped in v2
+    old = (
+        Path(__file__).parents[1] / "fixtures" / "production_coverage.yaml"
+    )  # version 2, no gate model
     doc = yaml.safe_load(old.read_text(encoding="utf-8"))
     new = {"gate_model", "gate_model_digest", "language_thresholds", "reranker_model"}
     assert not new & set(doc["pipeline"])

@@ -95,7 +95,7 @@ def test_the_production_goal_is_judged_on_the_production_retrieve_at_1m() -> Non
     check = scale_goals.production_check(rep)
     assert check.met is True and check.measured == "120.4 / 480.0 ms"
     assert check.target == "<= 150 / 500 ms"
-    assert check.lane.startswith("production v12 (ltr/crosslingual@c8510cf10f9b, postgres")
+    assert check.lane.startswith(f"production v{PROD['version']} (ltr/crosslingual@c8510cf10f9b,")
     assert check in scale_goals.checks(rep)
     slow = _report(_with_production(_size(1_000_000, (1.0, 1.0, 1.0)), 149.0, 500.1))
     assert scale_goals.production_check(slow).met is False  # the p95 is over, however good the p50
@@ -141,7 +141,10 @@ def test_the_report_puts_the_production_row_beside_the_default_and_bm25_retrieve
     assert "| 10,000 | default, BM25 lexical |  |  |  |  |  |  | 180.4 / 1000.5 |" in text
     cells = " | ".join(["3.0 / 6.0"] * 6 + ["30.0 / 60.0"])
     assert f"| 10,000 | production (its lanes, reranker and gate) | {cells} |" in text
-    assert "| production retrieve p50 / p95 | <= 150 / 500 ms | production v12 " in text
+    assert (
+        f"| production retrieve p50 / p95 | <= 150 / 500 ms | production v{PROD['version']} "
+        in text
+    )
 
 
 def test_the_report_has_no_production_table_when_production_was_not_measured() -> None:

@@ -331,7 +331,7 @@ class HnswGraph:
 # m32/efc128 gives 1.000 / 0.984 / 0.996 at 100k (ef 200), but at 1M and ef 1000 three fresh
 # builds gave verses 0.944 (ef 800) / 0.959 / 0.965 and library 0.976 / 0.936 / 1.000: HNSW
 # graphs are random and efc128 sits on the goal's edge. m32/efc256 gave 1.000 / 0.985 / 1.000
-# at ef 1000 (`citegate bench-scale --graphs 32:256`; build 1,136 s vs 545 s for efc128), and as shipped
+# at ef 1000 (`citegate bench-scale --graphs 32:256`; build 1,136 s vs 545 s for efc128), and with it
 # a whole `make bench-scale` gave 0.995 / 0.985 / 0.999 at 1M (37:12 wall). ef_search is already
 # pgvector's largest, so what is left to buy is the graph's quality.
 # At 10k (7.8k verses) the default graph is already at >= 0.999. Below the mark nothing
