@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shlex
 import shutil
 import tempfile
 import textwrap
@@ -17,6 +18,7 @@ import psycopg
 import pytest
 import yaml
 
+from citegate.cli import build_parser
 from citegate.core.types import Candidate
 from citegate.pipeline.fallback import DISCLAIMERS
 from citegate.store import db
@@ -229,6 +231,21 @@ def notes_yaml(cite: str, body: str = "The self is never born and never dies.") 
             date: "2026-01-01"
         """
     )
+
+
+# Placeholders a hint's command may hold, filled in before it is parsed (`parses`).
+PLACEHOLDERS = {"DIR": "some/folder", "PATH": "some/file.txt"}
+
+
+def parses(command: str) -> bool:
+    """Whether `command` (placeholders filled in) parses with `citegate`'s own parser."""
+    words = [PLACEHOLDERS.get(w, w) for w in shlex.split(command)]
+    assert words[0] == "citegate", command
+    try:
+        build_parser().parse_args(words[1:])
+    except SystemExit:
+        return False
+    return True
 
 
 def write_file(folder: Path, text: str, name: str = "notes.yaml") -> Path:

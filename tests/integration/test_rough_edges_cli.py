@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import signal
 import subprocess
@@ -19,27 +18,15 @@ from pathlib import Path
 import psutil
 import psycopg
 import pytest
+from conftest import parses
 from llm_stub import dead_url
 
-from citegate.cli import build_parser, known_failure, main
 from citegate.cli import corpus as corpus_cli
+from citegate.cli import known_failure, main
 from citegate.core import paths
 from citegate.research.bench.server import bench_dir
 from citegate.store import db
 from citegate.tracking import reports
-
-PLACEHOLDERS = {"DIR": "some/folder", "PATH": "some/file.txt"}
-
-
-def parses(command: str) -> bool:
-    """Whether `command` (placeholders filled in) parses with `citegate`'s own parser."""
-    words = [PLACEHOLDERS.get(w, w) for w in shlex.split(command)]
-    assert words[0] == "citegate", command
-    try:
-        build_parser().parse_args(words[1:])
-    except SystemExit:
-        return False
-    return True
 
 
 def hinted_commands(message: str) -> list[str]:

@@ -10,24 +10,11 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from conftest import PLACEHOLDERS, parses
 
-from citegate.cli import build_parser
 from citegate.core.errors import ConfigError
 from citegate.store.presence import ingest_commands, ingest_hint
 from citegate.tracking.store import check_store, network_address, sqlite_path, store_errors
-
-PLACEHOLDERS = {"DIR": "some/folder", "PATH": "some/file.txt"}
-
-
-def parses(command: str) -> bool:
-    """Whether `command` (placeholders filled in) parses with `citegate`'s own parser."""
-    words = [PLACEHOLDERS.get(w, w) for w in shlex.split(command)]
-    assert words[0] == "citegate", command
-    try:
-        build_parser().parse_args(words[1:])
-    except SystemExit:
-        return False
-    return True
 
 
 @pytest.mark.parametrize("corpus", ["mine", "gita", "gita-split", "xquad-fold2", "notes.v2"])
