@@ -141,10 +141,10 @@ def declining_config(folder: Path) -> list[str]:
 
 
 def generative_config(folder: Path) -> list[str]:
-    """`--config PATH` of the design numbers with the generative composer: the coverage gate
-    passes the tiny corpus to the composer, whose model call then fails (the extractive
-    composer, the default, calls no model)."""
-    return config_file(folder, "generative", composer="generative")
+    """`--config PATH` of the design numbers with the generative composer, its model passed as
+    if by notebook 06's bar: the coverage gate passes the tiny corpus to the composer, whose
+    model call then fails (the extractive composer, the default, calls no model)."""
+    return config_file(folder, "generative", composer="generative", composer_bar="06-run")
 
 
 @pytest.mark.db
@@ -170,6 +170,22 @@ def test_ask_answer_with_a_dead_server_is_a_model_error(
     assert "corpus insufficient" not in out and "no theses" not in out
     stage = "fallback" if declines else "composer"  # a declining gate: the fallback
     assert f"model error ({stage}:" in out
+
+
+@pytest.mark.db
+def test_a_generative_composer_with_no_bar_is_not_asked_and_ask_says_so(
+    tiny_corpus: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    kill_the_model_server(monkeypatch)  # a model call would fail the command
+    which = config_file(tmp_path, "unvetted", composer="generative")
+    ask = ["ask", "Why does Arjuna lay down his bow?", "--answer", "--corpus", tiny_corpus]
+    assert main([*ask, *which]) == 0
+    out = capsys.readouterr().out
+    assert "composer not run: composer 'generative' has passed no bar (notebook 06" in out
+    assert "composer: extractive" in out and "branch: grounded" in out
 
 
 @pytest.mark.db

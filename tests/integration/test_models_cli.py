@@ -50,6 +50,7 @@ def remote_config(folder: Path) -> Path:
         planner="llm",
         planner_bar="01-plan-run",
         composer="generative",
+        composer_bar="06-composer-run",
         fallback_bar="04-fallback-run",
     )
     save_config(cfg, path)
@@ -75,7 +76,7 @@ def test_production_lists_every_role_on_the_local_model(
         "-",
     ]  # fmt: skip  (production names no fallback_bar: its turn never runs the model)
     assert table["planner"][4] == table["rewrite"][4] == "no bar passed"
-    assert table["composer"][4] == table["outline"][4] == "no bar measured"
+    assert table["composer"][4] == table["outline"][4] == "no bar passed"
     assert all(cells[1] == "no" for cells in table.values())  # extractive, offline, no bar
 
     assert main(["models", "--json"]) == 0
@@ -108,7 +109,7 @@ def test_a_config_on_a_remote_model_is_checked_once_through_the_api(
     table = rows(out)
     assert stub.gets == ["/v1/models"] and stub.requests == []  # one check, no chat call
     assert table["planner"][1:] == ["yes", REMOTE, "yes", "passed", "01-plan-run"]
-    assert table["composer"][1:] == ["yes", REMOTE, "yes", "no bar measured", "-"]
+    assert table["composer"][1:] == ["yes", REMOTE, "yes", "passed", "06-composer-run"]
     assert table["outline"][1] == "no"  # the generative composer writes: no outline planner
     assert table["fallback"][1:] == ["yes", REMOTE, "yes", "passed", "04-fallback-run"]
     assert KEY not in out

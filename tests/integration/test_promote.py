@@ -530,3 +530,15 @@ def test_an_llm_planner_without_a_passing_verdict_is_never_promoted(
     assert env.read_bytes() == before
     measured = P.promote(crafted_run(tmp_path, planner="llm", planner_bar="01-run"), dry_run=True)
     assert ("planner", "offline", "llm") in measured.changes
+
+
+def test_a_model_composer_without_a_passing_verdict_is_never_promoted(
+    env: Path, tmp_path: Path
+) -> None:
+    """A live turn would answer with the extractive composer instead, so the file would not say
+    what production does: promote refuses it, forced or not, before evaluating anything."""
+    before = env.read_bytes()
+    for composer in ("generative", "outline"):
+        with pytest.raises(ConfigError, match=f"composer '{composer}' has passed no bar"):
+            P.promote(crafted_run(tmp_path, composer=composer), force=True, reason="unmeasured")
+    assert env.read_bytes() == before

@@ -270,7 +270,10 @@ def test_generative_fabricated_marker_is_flagged_never_hidden(
 ) -> None:
     answer = "The soul casts off worn-out bodies [1]. Arjuna had nine brothers [4]."
     t, requests = run_turn(
-        monkeypatch, tmp_path, [reply(answer)], PipelineConfig(composer="generative")
+        monkeypatch,
+        tmp_path,
+        [reply(answer)],
+        PipelineConfig(composer="generative", composer_bar="06-run"),
     )
     assert requests[0]["temperature"] == pytest.approx(0.1)
     assert t.branch == "grounded" and "[fabricated citation: 4 never offered]" in t.text
@@ -280,7 +283,7 @@ def test_generative_fabricated_marker_is_flagged_never_hidden(
 def test_generative_abstention_makes_the_corpus_insufficient(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    cfg = PipelineConfig(composer="generative", enable_corpus_fallback=False)
+    cfg = PipelineConfig(composer="generative", composer_bar="06-run", enable_corpus_fallback=False)
     t, _ = run_turn(monkeypatch, tmp_path, [reply(ABSTENTION["en"])], cfg)
     assert t.corpus_insufficient and t.reason == "composer: abstained" and t.abstained == "exact"
     assert t.branch == "decline" and t.text.startswith(ABSTENTION["en"]) and t.check is None
@@ -291,7 +294,10 @@ def test_remove_policy_that_leaves_nothing_makes_the_corpus_insufficient(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     cfg = PipelineConfig(
-        composer="generative", unsupported_claims="remove", enable_corpus_fallback=False
+        composer="generative",
+        composer_bar="06-run",
+        unsupported_claims="remove",
+        enable_corpus_fallback=False,
     )
     t, _ = run_turn(monkeypatch, tmp_path, [reply("Bananas are yellow.")], cfg)
     assert t.corpus_insufficient and t.reason == "claim check: no claim left"
@@ -301,7 +307,9 @@ def test_remove_policy_that_leaves_nothing_makes_the_corpus_insufficient(
 def test_a_failed_composer_call_is_a_model_error_not_an_abstention(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    t, _ = run_turn(monkeypatch, tmp_path, [DOWN], PipelineConfig(composer="generative"))
+    t, _ = run_turn(
+        monkeypatch, tmp_path, [DOWN], PipelineConfig(composer="generative", composer_bar="06-run")
+    )
     assert (
         t.branch == "error" and t.model_error.startswith("composer:") and not t.corpus_insufficient
     )

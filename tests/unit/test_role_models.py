@@ -21,7 +21,14 @@ from citegate.models import embed
 from citegate.models.llm import ChatClient, chosen_model
 from citegate.models.llm_server import LOCAL_MODEL_ID
 from citegate.pipeline import turn as T
-from citegate.pipeline.roles import ROLES, RoleClients, require_keys, role_model, runnable_roles
+from citegate.pipeline.roles import (
+    ROLES,
+    RoleClients,
+    require_keys,
+    role_model,
+    runnable_roles,
+    unvetted_composer,
+)
 from citegate.pipeline.service import Service, config_embedder
 
 KEYS = ("OPENROUTER_API_KEY", "OPENROUTER_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL")
@@ -93,7 +100,9 @@ def test_a_role_naming_a_remote_model_runs_it_and_the_others_stay_local(
 
 
 def test_a_remote_role_without_its_key_is_refused_in_one_line(no_keys: pytest.MonkeyPatch) -> None:
-    cfg = DESIGN.replace(composer="generative", composer_model="openrouter/vendor/x")
+    cfg = DESIGN.replace(
+        composer="generative", composer_bar="06-run", composer_model="openrouter/vendor/x"
+    )
     with pytest.raises(ConfigError) as err:
         RoleClients(cfg)("composer")
     text = one_line(err)
@@ -264,3 +273,12 @@ def test_a_study_names_a_remote_model_with_its_provider_too(no_keys: pytest.Monk
         with chat_models.model_client(name, None) as client:
             client.chat([{"role": "user", "content": "hi"}])
     assert [r["body"]["model"] for r in stub.requests] == ["vendor/x"]
+
+
+def test_a_model_composer_without_a_bar_leaves_the_turn_to_the_extractive_composer() -> None:
+    for composer in ("generative", "outline"):
+        cfg = DESIGN.replace(composer=composer)
+        assert "has passed no bar (notebook 06" in unvetted_composer(cfg)
+        assert composer not in runnable_roles(cfg) and "outline" not in runnable_roles(cfg)
+        assert unvetted_composer(cfg.replace(composer_bar="06-run")) == ""
+    assert unvetted_composer(DESIGN) == ""  # the extractive composer needs no bar

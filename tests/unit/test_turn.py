@@ -26,7 +26,10 @@ EN = F.DISCLAIMERS["en"]
 # The notes are placeholders ("note 2 text"), so the theses' claim check runs at the design's
 # 0.50, which passes any of them, instead of the threshold certified for paraphrase.
 OUTLINE = PipelineConfig(
-    composer="outline", fallback_bar="04-run", paraphrase_support_threshold=0.5
+    composer="outline",
+    composer_bar="06-run",
+    fallback_bar="04-run",
+    paraphrase_support_threshold=0.5,
 )
 EMB = default_embedder()  # the claim check's scorer
 
@@ -208,7 +211,9 @@ def test_a_server_that_dies_mid_turn_is_a_model_error(
 def test_no_passing_bar_says_i_dont_know_with_pointers_and_calls_no_model(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    cfg = PipelineConfig(composer="outline", fallback_admission=0.7)  # no fallback_bar
+    cfg = PipelineConfig(
+        composer="outline", composer_bar="06-run", fallback_admission=0.7
+    )  # no fallback_bar
     notes = [verse(1, 0.65), verse(2, 0.82), verse(3, 0.74), verse(4, 0.9), verse(5, 0.71)]
     t, requests, _ = turn(monkeypatch, tmp_path, [], FakeRetrieval("insufficient", notes), cfg=cfg)
     assert t.branch == "decline" and requests == [] and t.fallback is None
@@ -224,7 +229,7 @@ def test_no_passing_bar_says_i_dont_know_with_pointers_and_calls_no_model(
 def test_no_note_at_the_floor_leaves_i_dont_know_alone(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    cfg = PipelineConfig(composer="outline", fallback_admission=0.95)
+    cfg = PipelineConfig(composer="outline", composer_bar="06-run", fallback_admission=0.95)
     fake = FakeRetrieval("insufficient", [verse(1, 0.9)])
     t, _, _ = turn(monkeypatch, tmp_path, [], fake, "Кто сомневается в Кришне?", cfg=cfg)
     assert t.pointers == () and t.text == F.NOT_FOUND["ru"]
@@ -253,7 +258,7 @@ def test_a_fallback_run_on_request_without_a_bar_is_labelled(
 ) -> None:
     from citegate.pipeline.render import render_turn
 
-    cfg = PipelineConfig(composer="outline")  # no fallback_bar
+    cfg = PipelineConfig(composer="outline", composer_bar="06-run")  # no fallback_bar
     fake = FakeRetrieval("insufficient")
     t, requests, _ = turn(
         monkeypatch, tmp_path, [reply(MEMORY_REPLY)], fake, cfg=cfg, enable_fallback=True

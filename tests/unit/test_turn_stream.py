@@ -26,6 +26,7 @@ from citegate.pipeline.render import event_json, event_lines
 EMB = default_embedder()
 EXTRACTIVE = PipelineConfig(composer="extractive", fallback_bar="04-run")
 K = T.EventKind
+LONG = "Arjuna doubts Krishna and asks why he should fight his own kinsmen in this battle."
 
 
 class FakeRetrieval:
@@ -71,10 +72,7 @@ def test_a_grounded_turn_streams_decision_notes_claims_text_then_the_turn(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     notes = [
-        replace(
-            verse(1, 0.8),
-            text="Arjuna doubts Krishna and asks why he should fight his own kinsmen in this battle.",
-        ),
+        replace(verse(1, 0.8), text=LONG),
         verse(2, 0.7),
     ]
     events, whole = streamed(monkeypatch, tmp_path, FakeRetrieval("answer", notes), [])
@@ -128,3 +126,15 @@ def test_each_event_prints_as_lines_and_as_one_json_line(
         assert "\n" not in line and json.loads(line)["event"] == str(e.kind)
         assert event_lines(e) and "ms]" in event_lines(e)[0]
     assert json.loads(event_json(events[-1]))["turn"]["branch"] == "fallback"
+
+
+def test_a_generative_composer_without_a_bar_answers_extractively_and_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    notes = [replace(verse(1, 0.8), text=LONG)]
+    monkeypatch.setattr(T, "retrieve", FakeRetrieval("answer", notes))
+    cfg = PipelineConfig(composer="generative")  # no composer_bar: no model is asked
+    t = T.answer_turn(None, "Who doubts Krishna?", cfg, EMB, None, None)  # type: ignore[arg-type]
+    assert t.branch == "grounded" and t.composer == "extractive"
+    assert t.composer_skipped.startswith("composer 'generative' has passed no bar")
+    assert t.check is not None and t.check.scorer.endswith(cfg.support_mode)  # the quote mode

@@ -1,13 +1,14 @@
 """`citegate models`: which model each role of a config runs, whether it can be reached, and
 whether it has passed the bar that measures it.
 
-One row per role (planner, outline, composer, fallback): whether the config's turn runs it
+One row per role (planner, rewrite, outline, composer, fallback): whether the config's turn runs it
 (`pipeline.roles.runnable_roles`), its model (the bundled model's id, or the remote id the
 config names: never one the environment's keys pick), reachable (the bundled model: the `llm`
 extra is installed; a remote model: its key is set and its API lists it, one `GET /models`
 through the SDK with a short timeout, skipped by `--no-check`), its verdict and the run that
-gave it (the fallback's `fallback_bar`, the query planner's `planner_bar`; the composer and
-the outline planner have no bar measured yet). It reads the config only: no database, no model
+gave it (the fallback's `fallback_bar`, notebook 04; the query planner's `planner_bar` and the
+follow-up rewrite's `rewrite_bar`, notebook 01; the composer's and the outline planner's
+`composer_bar`, notebook 06). It reads the config only: no database, no model
 started.
 """
 

@@ -195,6 +195,10 @@ class PipelineConfig:
     # (`pipeline.roles.bar_problem`), and so does `citegate promote`; research compares planners
     # on any config.
     planner_bar: str = ""
+    # The notebook 06 run whose bar the composer's model passed ("": none has, so a live turn
+    # answers with the extractive composer whatever `composer` names, and says so; research
+    # compares composers on any config).
+    composer_bar: str = ""
     arm: str = "production"  # pipeline variant: production | rrf_hybrid (comparison arm)
     rrf_k: int = 50  # RRF arm: reciprocal rank fusion constant
     rrf_dense_threshold: float = 0.45  # RRF arm: dense hits below this cosine are not fused

@@ -171,6 +171,8 @@ def render_turn(turn: Turn) -> str:
     if turn.models:
         roles = ", ".join(f"{r} {m}" for r, m in turn.models.items())
         lines.append(f"role models (each started only if its role runs): {roles}")
+    if turn.composer_skipped:
+        lines.append(f"composer not run: {_field(turn.composer_skipped)}")
     if turn.fallback_skipped:
         lines.append(f"fallback not run: {_field(turn.fallback_skipped)}")
     for d in turn.dropped:
@@ -257,6 +259,7 @@ def turn_dict(turn: Turn) -> dict[str, object]:
         "probes": list(turn.probes),
         "dropped": list(turn.dropped),
         "fallback_skipped": turn.fallback_skipped,
+        "composer_skipped": turn.composer_skipped,
         "fallback_unvetted": turn.fallback_unvetted,
         "pointers": [
             {"fragment_id": c.fragment_id, "address": where(c), "score": c.score}

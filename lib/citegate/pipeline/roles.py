@@ -60,18 +60,32 @@ def role_model(cfg: PipelineConfig, role: str, override: str | None = None) -> s
 def runnable_roles(cfg: PipelineConfig, fallback: bool | None = None) -> tuple[str, ...]:
     """The roles a turn under `cfg` can run: the query planner when it is `llm`, the follow-up
     rewrite when its model passed notebook 01's bar (a conversation's later turns), the outline
-    planner or the composer when the composer is theirs, the fallback when it may run
+    planner or the composer when the composer is theirs and its model passed notebook 06's bar
+    (`unvetted_composer`), the fallback when it may run
     (`fallback`: the per-call choice; None: enabled and its model passed notebook 04's bar)."""
     can = {
         "planner": cfg.planner == "llm",
         "rewrite": bool(cfg.rewrite_bar),
-        "outline": cfg.composer == "outline",
-        "composer": cfg.composer == "generative",
+        "outline": cfg.composer == "outline" and bool(cfg.composer_bar),
+        "composer": cfg.composer == "generative" and bool(cfg.composer_bar),
         "fallback": bool(cfg.enable_corpus_fallback and cfg.fallback_bar)
         if fallback is None
         else fallback,
     }
     return tuple(r for r in ROLES if can[r])
+
+
+def unvetted_composer(cfg: PipelineConfig) -> str:
+    """Why the composer `cfg` names does not answer a live turn ("" when it does): a model
+    composer (generative, outline) whose model has passed no bar (`composer_bar`, notebook 06).
+    The turn answers with the extractive composer instead and records why
+    (`Turn.composer_skipped`); `citegate promote` refuses such a config."""
+    if cfg.composer != "extractive" and not cfg.composer_bar:
+        return (
+            f"composer {cfg.composer!r} has passed no bar (notebook 06; composer_bar is "
+            "empty): the extractive composer answers"
+        )
+    return ""
 
 
 def bar_problem(cfg: PipelineConfig) -> str:
@@ -179,7 +193,6 @@ class RoleClients:
 # --------------------------------------------------------------------------- what each role runs
 
 NO_BAR_PASSED = "no bar passed"
-NO_BAR_MEASURED = "no bar measured"
 PASSED = "passed"
 
 
@@ -187,8 +200,7 @@ PASSED = "passed"
 class RoleStatus:
     """One role under a config: whether its turn can run it (`runnable_roles`), the model it
     runs, local or remote, whether that model can be reached (None: not checked) and why not,
-    its verdict (`passed`, `no bar passed`, or `no bar measured` for a role no notebook
-    measures yet) and the run that gave it ("" when none)."""
+    its verdict (`passed` or `no bar passed`) and the run that gave it ("" when none)."""
 
     role: str
     runs: bool
@@ -206,12 +218,16 @@ class RoleStatus:
 
 def role_verdict(cfg: PipelineConfig, role: str) -> tuple[str, str]:
     """(verdict, run) of `role`: the fallback's from `fallback_bar`, the follow-up rewrite's from
-    `rewrite_bar`, the query planner's from `planner_bar`; the composer and the outline planner
-    have no bar measured yet."""
-    bars = {"fallback": cfg.fallback_bar, "rewrite": cfg.rewrite_bar, "planner": cfg.planner_bar}
-    bar = bars.get(role)
-    if bar is None:
-        return NO_BAR_MEASURED, ""
+    `rewrite_bar`, the query planner's from `planner_bar`, the composer's and the outline
+    planner's from `composer_bar`."""
+    bars = {
+        "fallback": cfg.fallback_bar,
+        "rewrite": cfg.rewrite_bar,
+        "planner": cfg.planner_bar,
+        "composer": cfg.composer_bar,
+        "outline": cfg.composer_bar,
+    }
+    bar = bars[role]
     return (PASSED, bar) if bar else (NO_BAR_PASSED, "")
 
 
@@ -253,6 +269,7 @@ __all__ = [
     "RoleClients",
     "RoleStatus",
     "bar_problem",
+    "unvetted_composer",
     "reach",
     "require_keys",
     "role_model",

@@ -59,7 +59,7 @@ from citegate.pipeline.pointers import nearest, pointer_line
 from citegate.pipeline.render import where
 from citegate.pipeline.retrieve import retrieve
 from citegate.pipeline.rewrite import RewriteResult, resolve_verse_followup, rewrite_query
-from citegate.pipeline.roles import RoleClients
+from citegate.pipeline.roles import RoleClients, unvetted_composer
 from citegate.pipeline.support import support_scores
 
 
@@ -96,6 +96,7 @@ class Turn:
     fallback_skipped: str = ""  # why the fallback model did not run on an insufficient corpus
     fallback_unvetted: bool = False  # it ran on a caller's request with no passing bar
     dropped: tuple[str, ...] = ()  # model output dropped before it re-entered the pipeline
+    composer_skipped: str = ""  # why the configured composer did not answer (no bar passed)
     # In a conversation: the query searched and composed for (the follow-up rewritten into a
     # standalone question, or the question as written), and why (`RewriteResult`).
     rewrite: RewriteResult | None = None
@@ -208,6 +209,9 @@ def turn_events(
         return TurnEvent(kind, (time.perf_counter() - clock) * 1000.0, data, turn)
 
     question = clean_question(question)
+    composer_skipped = unvetted_composer(cfg)
+    if composer_skipped:
+        cfg = cfg.replace(composer="extractive")
     roles = client if isinstance(client, RoleClients) else RoleClients.single(client, cfg)
     before = roles.usage()
     lang = supported(detect_language(question))
@@ -216,6 +220,7 @@ def turn_events(
     res = retrieve(conn, searched, cfg, embedder, reranker, planner)  # type: ignore[arg-type]
     turn = Turn(question, lang, Branch.GROUNDED, False, "", res.decision, res.notes, (), "")
     turn.retrieval, turn.composer, turn.rewrite = res, cfg.composer, rewrite
+    turn.composer_skipped = composer_skipped
     yield event(EventKind.DECISION, {**decision_data(res), **rewrite_data(rewrite)})
     yield event(EventKind.NOTES, {"notes": notes_data(res.notes)})
     if res.decision == Decision.INSUFFICIENT:

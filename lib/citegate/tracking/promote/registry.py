@@ -18,7 +18,7 @@ from citegate.core.config import PipelineConfig, load_config, read_production
 from citegate.core.errors import ConfigError
 from citegate.core.redact import safe_mapping
 from citegate.core.yamlfile import loads_yaml
-from citegate.pipeline.roles import bar_problem
+from citegate.pipeline.roles import bar_problem, unvetted_composer
 from citegate.store.production import load_gate, load_reranker
 from citegate.tracking.promote import production_file
 from citegate.tracking.promote.decision import PromotionDecision, decide
@@ -77,9 +77,10 @@ def check_promotable(run_id: str, status: str, tags: dict[str, str]) -> None:
 
 def check_role_bars(run_id: str, cfg: PipelineConfig) -> None:
     """Refuse (`ConfigError`, whatever `--force` says) a recommended config that production
-    could not answer with: a role it runs with no passing verdict (`roles.bar_problem`: the
-    llm query planner without `planner_bar`). `Service.open` would refuse the promoted file."""
-    if why := bar_problem(cfg):
+    could not answer with as it says: a role it names with no passing verdict (the llm query
+    planner without `planner_bar`, which `Service.open` refuses; a model composer without
+    `composer_bar`, which a live turn replaces by the extractive composer)."""
+    if why := bar_problem(cfg) or unvetted_composer(cfg):
         raise ConfigError(f"run {run_id} cannot be promoted: {why}; --force does not override this")
 
 
