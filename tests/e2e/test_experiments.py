@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from citegate.core import paths
-from citegate.core.config import DESIGN, production
+from citegate.core.config import DESIGN
+from citegate.core.config_files import production
 from citegate.core.errors import ConfigError
 from citegate.corpus.memory_questions import DEMO_NOTES
 from citegate.store import db

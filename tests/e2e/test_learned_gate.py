@@ -13,7 +13,7 @@ import pytest
 
 from citegate.cli import main
 from citegate.core import paths
-from citegate.core.config import read_production
+from citegate.core.config_files import read_production
 from citegate.core.errors import ConfigError
 from citegate.core.fragments import Fragment
 from citegate.models import gate_model as gm

@@ -13,7 +13,7 @@ import pytest
 
 from citegate.cli import main
 from citegate.core import paths
-from citegate.core.config import PRODUCTION, production
+from citegate.core.config_files import PRODUCTION, production
 from citegate.store import load_production_config
 
 

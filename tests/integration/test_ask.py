@@ -20,7 +20,8 @@ from llm_stub import dead_url
 from citegate.cli import build_parser, main
 from citegate.cli.ask import question_and_corpora
 from citegate.core import inputs
-from citegate.core.config import DESIGN, PRODUCTION, read_production, save_config
+from citegate.core.config import DESIGN, save_config
+from citegate.core.config_files import PRODUCTION, read_production
 from citegate.core.errors import QuestionError
 from citegate.models.embed import default_embedder
 from citegate.models.gate_model import LearnedGate

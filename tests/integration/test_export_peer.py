@@ -11,7 +11,7 @@ import pytest
 import pytrec_eval
 
 from citegate.core import paths
-from citegate.core.config import resolve
+from citegate.core.config_files import resolve
 from citegate.models.embed import default_embedder
 from citegate.research.export import (
     KS,

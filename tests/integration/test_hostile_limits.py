@@ -13,7 +13,8 @@ import pytest
 from conftest import fingerprint
 
 from citegate.cli import main
-from citegate.core.config import PipelineConfig, resolve
+from citegate.core.config import PipelineConfig
+from citegate.core.config_files import resolve
 from citegate.core.errors import EmptyCorpus, InputError, QuestionError
 from citegate.core.fragments import Fragment
 from citegate.core.inputs import MAX_QUESTION_CHARS

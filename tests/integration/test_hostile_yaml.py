@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from citegate.cli import main
-from citegate.core import config
+from citegate.core import config_files
 from citegate.models.gate_model import LearnedGate
 
 pytestmark = pytest.mark.db
@@ -69,7 +69,7 @@ def test_doctor_names_a_bomb_in_the_production_file_in_one_line(
 ) -> None:
     prod = tmp_path / "production.yaml"
     prod.write_text(BOMB, encoding="utf-8")
-    monkeypatch.setattr(config, "PRODUCTION", prod)
+    monkeypatch.setattr(config_files, "PRODUCTION", prod)
     capsys.readouterr()
     assert main(["doctor"]) == 2  # every check printed first, then the one error line
     out, err = capsys.readouterr()

@@ -14,7 +14,7 @@ import pytest
 
 from citegate.cli import main
 from citegate.core import paths
-from citegate.core.config import resolve
+from citegate.core.config_files import resolve
 from citegate.core.errors import ConfigError
 from citegate.core.fragments import Fragment
 from citegate.corpus.builds import (

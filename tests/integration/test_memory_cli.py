@@ -10,7 +10,7 @@ import pytest
 from conftest import fingerprint, notes_yaml, write_file
 
 from citegate.cli import main
-from citegate.core.config import production
+from citegate.core.config_files import production
 
 pytestmark = pytest.mark.db
 

@@ -13,7 +13,8 @@ import pytest
 from llm_stub import dead_url, error, model_list, stub_server
 
 from citegate.cli import main
-from citegate.core.config import DESIGN, production, save_config
+from citegate.core.config import DESIGN, save_config
+from citegate.core.config_files import production
 from citegate.models.llm_server import LOCAL_MODEL_ID
 
 KEYS = ("OPENROUTER_API_KEY", "OPENROUTER_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL")

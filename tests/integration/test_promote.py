@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from citegate.cli import main
-from citegate.core.config import PipelineConfig, accepted_metrics, read_production, save_config
+from citegate.core.config import PipelineConfig, save_config
+from citegate.core.config_files import accepted_metrics, read_production
 from citegate.core.errors import ConfigError
 from citegate.evaluation import metrics as M
 from citegate.models.gate_model import LearnedGate

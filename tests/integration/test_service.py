@@ -10,7 +10,8 @@ import pytest
 from llm_stub import dead_url, reply, stub_server
 
 from citegate.cli import main
-from citegate.core.config import DESIGN, production, save_config
+from citegate.core.config import DESIGN, save_config
+from citegate.core.config_files import production
 from citegate.core.errors import ConfigError, EmptyCorpus
 from citegate.core.types import Branch
 from citegate.models.embed import embedder_for

@@ -12,15 +12,11 @@ from citegate.core.config import (
     COLLECTION_KEYS,
     DESIGN,
     LANGUAGES,
-    PRODUCTION,
     PipelineConfig,
     load_config,
-    named,
-    production,
-    read_production,
-    resolve,
     save_config,
 )
+from citegate.core.config_files import PRODUCTION, named, production, read_production, resolve
 from citegate.core.errors import ConfigError
 from citegate.core.text import script_language
 

@@ -23,7 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from citegate.core import paths
-from citegate.core.config import DESIGN, load_config, named, read_production, save_config
+from citegate.core.config import DESIGN, load_config, save_config
+from citegate.core.config_files import named, read_production
 from citegate.core.errors import CitegateError
 from citegate.core.yamlfile import YamlRefusal, loads_yaml
 from citegate.corpus.memory_questions import DEMO_NOTES

@@ -23,7 +23,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from citegate.cli import one_line
 from citegate.cli.run import parse_sets
-from citegate.core.config import read_production
+from citegate.core.config_files import read_production
 from citegate.core.errors import CitegateError
 from citegate.core.inputs import check_name, clean_question, id_problem
 from citegate.core.redact import mask_url

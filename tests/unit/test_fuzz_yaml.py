@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from citegate.cli import one_line
 from citegate.core import paths
-from citegate.core.config import load_config, named, read_production
+from citegate.core.config import load_config
+from citegate.core.config_files import named, read_production
 from citegate.core.errors import CitegateError
 from citegate.core.inputs import json_depth
 from citegate.core.yamlfile import MAX_YAML_DEPTH, loads_yaml

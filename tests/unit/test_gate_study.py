@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from study_factory import cand, make_study, question, study_set
 
-from citegate.core import config
+from citegate.core import config, config_files
 from citegate.core.errors import ConfigError
 from citegate.corpus.questions import QuestionSet
 from citegate.evaluation import metrics as M
@@ -201,7 +201,7 @@ def test_two_scale_sweep_rates(study: Study) -> None:
 def test_recommendation_files_and_production_base(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(config, "PRODUCTION", tmp_path / "absent.yaml")
+    monkeypatch.setattr(config_files, "PRODUCTION", tmp_path / "absent.yaml")
     assert gs.production_base() == config.DESIGN
     rec = {"bail_out_score": 0.3, "sufficient_score": 0.7, "good_enough_score": 0.8}
     points = pd.DataFrame([{"point": "sufficient_score = 0.700", "tpr": 0.9, "fpr": 0.05}])

@@ -16,7 +16,8 @@ import yaml
 
 from citegate.cli.run import parse_sets
 from citegate.core import paths
-from citegate.core.config import DESIGN, load_config, named, read_production
+from citegate.core.config import DESIGN, load_config
+from citegate.core.config_files import named, read_production
 from citegate.core.errors import ConfigError
 from citegate.core.inputs import MAX_MODEL_BYTES, json_depth, loads_json
 from citegate.core.yamlfile import MAX_YAML_BYTES, MAX_YAML_DEPTH, loads_yaml, read_yaml

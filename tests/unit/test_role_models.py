@@ -14,7 +14,8 @@ import pytest
 from llm_stub import dead_url, reply, stub_server
 
 from citegate.cli import main
-from citegate.core.config import DESIGN, PipelineConfig, named, production, save_config
+from citegate.core.config import DESIGN, PipelineConfig, save_config
+from citegate.core.config_files import named, production
 from citegate.core.errors import ConfigError
 from citegate.core.types import QueryPlan, RetrievalResult, SubQuestion
 from citegate.models import embed

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from citegate.core import config
+from citegate.core import config_files
 from citegate.core.config import PipelineConfig
 from citegate.research import scale_production
 from citegate.research.scale_lexical import CORPUS
@@ -51,10 +51,10 @@ def test_a_bm25_index_is_built_and_removed_only_when_the_bench_has_none(
 
 
 def test_the_setup_is_production_as_a_service_loads_it() -> None:
-    if not config.PRODUCTION.exists():
+    if not config_files.PRODUCTION.exists():
         pytest.skip("no production config in this checkout")
     setup = scale_production.load_setup()
-    assert setup is not None and setup.config == config.production()
+    assert setup is not None and setup.config == config_files.production()
     assert setup.reranker.id == setup.config.reranker
     assert (setup.gate is not None) == (setup.config.gate == "learned")
     assert setup.facts["lexical_backend"] == setup.config.lexical_backend

@@ -19,8 +19,8 @@ from citegate.core.config import (
     PARAPHRASE_SUPPORT_MODES,
     PipelineConfig,
     load_config,
-    production,
 )
+from citegate.core.config_files import production
 from citegate.core.errors import ConfigError
 from citegate.core.types import ClaimStatus
 from citegate.models.embed import default_embedder

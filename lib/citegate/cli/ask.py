@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict
 
-from citegate.core.config import NamedConfig
+from citegate.core.config_files import NamedConfig
 from citegate.core.errors import ModelFailure, QuestionError
 from citegate.core.inputs import clean_question
 from citegate.core.terminal import visible

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import psycopg
 
-from citegate.core.config import production
+from citegate.core.config_files import production
 from citegate.core.errors import ConfigError, EmptyCorpus
 from citegate.core.inputs import MAX_SOURCE_MB, check_name
 from citegate.models.embed import default_embedder

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from citegate.core import paths
-from citegate.core.config import resolve
+from citegate.core.config_files import resolve
 from citegate.core.errors import ConfigError
 from citegate.core.inputs import check_name, inside
 from citegate.models.embed import default_embedder

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from citegate.core.config import production
+from citegate.core.config_files import production
 from citegate.core.errors import ConfigError
 from citegate.core.terminal import visible
 from citegate.corpus.notes import NoteKind, read_notes, source_name

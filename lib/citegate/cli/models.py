@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 
 from citegate.cli.ask import config_name
-from citegate.core.config import named
+from citegate.core.config_files import named
 from citegate.core.terminal import visible
 from citegate.pipeline.render import dumps
 from citegate.pipeline.roles import RoleStatus, role_statuses

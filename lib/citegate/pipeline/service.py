@@ -41,7 +41,8 @@ from pathlib import Path
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from citegate.core.config import PRODUCTION, NamedConfig, PipelineConfig, named
+from citegate.core.config import PipelineConfig
+from citegate.core.config_files import PRODUCTION, NamedConfig, named
 from citegate.core.errors import ConfigError
 from citegate.models.embed import Embedder, default_embedder, embedder_for
 from citegate.models.llm import chosen_model

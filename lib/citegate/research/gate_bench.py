@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from citegate.core.config import PipelineConfig, production
+from citegate.core.config import PipelineConfig
+from citegate.core.config_files import production
 from citegate.models.embed import Embedder
 from citegate.pipeline.retrieve import retrieve
 from citegate.store.production import load_reranker

@@ -19,7 +19,7 @@ from typing import Any
 
 import psycopg
 
-from citegate.core import config
+from citegate.core import config_files
 from citegate.core.config import PipelineConfig
 from citegate.models.embed import Embedder
 from citegate.models.gate_model import LearnedGate
@@ -48,10 +48,10 @@ def load_setup(path: Path | None = None) -> ProductionSetup | None:
     gate, each model file resolved against the config's folder and digest checked as a service
     loads them; None when the file does not exist (a checkout that never promoted a config).
     Loaded before any size is run, so a missing or altered model file stops the bench at once."""
-    path = Path(path or config.PRODUCTION)
+    path = Path(path or config_files.PRODUCTION)
     if not path.exists():
         return None
-    named = config.named("production" if path == config.PRODUCTION else str(path))
+    named = config_files.named("production" if path == config_files.PRODUCTION else str(path))
     cfg = named.config
     reranker = load_reranker(cfg, path.parent)
     gate = load_gate(cfg, path.parent) if cfg.gate == "learned" else None

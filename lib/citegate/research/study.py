@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from citegate.core import config
+from citegate.core import config, config_files
 from citegate.core.config import PipelineConfig
 from citegate.core.errors import ConfigError
 from citegate.corpus.builds import build_id
@@ -174,7 +174,7 @@ def metric_prefix(corpus: str, production: str | None = None) -> str:
 
 def production_base() -> PipelineConfig:
     """The current production config (what a recommendation changes), or the design defaults."""
-    return config.production() if config.PRODUCTION.exists() else config.DESIGN
+    return config_files.production() if config_files.PRODUCTION.exists() else config.DESIGN
 
 
 def record_study(rec: object, study: Study) -> None:

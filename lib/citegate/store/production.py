@@ -1,6 +1,6 @@
 """The production config as a service loads it: `experiments/production.yaml`, validated, and
 refused when its embedder is not the one its corpora were embedded with (vectors of two embedders
-never mix). Reading the file is `core.config.production`; this module adds the database check,
+never mix). Reading the file is `core.config_files.production`; this module adds the database check,
 and for the learned gate the model file check (`load_gate`): the file the config names, relative
 to the config file's folder (`experiments/` for production: `models/gate-<digest12>.json`), must
 lie inside its `models/` folder (real path: no absolute path, '..' or link out), be a regular
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import psycopg
 
-from citegate.core.config import PRODUCTION, PipelineConfig, production
+from citegate.core.config import PipelineConfig
+from citegate.core.config_files import PRODUCTION, production
 from citegate.core.errors import ConfigError
 from citegate.models import gate_model
 from citegate.models.gate_model import LearnedGate

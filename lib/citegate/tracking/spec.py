@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from citegate.core import paths
-from citegate.core.config import PipelineConfig, resolve
+from citegate.core.config import PipelineConfig
+from citegate.core.config_files import resolve
 from citegate.core.errors import ConfigError, InputError
 from citegate.core.yamlfile import read_yaml
 from citegate.corpus.builds import SPLIT_SUFFIX, build_id, fold_count, import_record

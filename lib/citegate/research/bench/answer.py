@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from citegate.core.config import PipelineConfig, production
+from citegate.core.config import PipelineConfig
+from citegate.core.config_files import production
 from citegate.models.embed import CachedEmbedder, Embedder
 from citegate.models.rerank import CosineReranker
 from citegate.pipeline.extractive import extract

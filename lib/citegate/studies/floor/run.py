@@ -2,7 +2,7 @@
 replay them, on a re-collection of the same sampled questions where it cannot.
 
 An arm is `name -> config overrides` on the run's config; an optional `config` key names another
-base ("production", "design", a YAML path: `core.config.resolve`), a plain string is that base
+base ("production", "design", a YAML path: `core.config_files.resolve`), a plain string is that base
 alone. Its collection settings decide its
 traces: equal to the run's (replay-only knobs: `pin_named_verses`, `verse_notes`, `fanout`, the
 cut), the run's `Study`; otherwise (another reranker, lane depth, embedder) a `load_study` of the
@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from citegate.core.config import PipelineConfig, resolve, save_config
+from citegate.core.config import PipelineConfig, save_config
+from citegate.core.config_files import resolve
 from citegate.core.errors import ConfigError
 from citegate.research.study import Study, load_study, production_base
 from citegate.studies.floor.compute import Arm

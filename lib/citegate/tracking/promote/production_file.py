@@ -8,12 +8,12 @@ from typing import Any
 
 import yaml
 
-from citegate.core import config
+from citegate.core import config_files
 from citegate.core.config import PipelineConfig
 
 # The file promotion reads and writes; read at call time (`production_file.PRODUCTION`), so a test
 # can point every promotion step at a copy.
-PRODUCTION: Path = config.PRODUCTION
+PRODUCTION: Path = config_files.PRODUCTION
 FILE_HEADER = (
     "# Production configuration of the citegate pipeline. Written by `citegate promote`;\n"
     "# read by citegate.store.load_production_config(). Do not edit by hand: promote instead.\n"

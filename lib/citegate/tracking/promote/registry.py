@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from citegate.core import paths
-from citegate.core.config import PipelineConfig, load_config, read_production
+from citegate.core.config import PipelineConfig, load_config
+from citegate.core.config_files import read_production
 from citegate.core.errors import ConfigError
 from citegate.core.redact import safe_mapping
 from citegate.core.yamlfile import loads_yaml
