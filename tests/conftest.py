@@ -20,6 +20,8 @@ import yaml
 
 from citegate.cli import build_parser
 from citegate.core.types import Candidate
+from citegate.core.verdicts import VERDICT_NOTEBOOKS, RoleVerdict
+from citegate.evaluation.bars import Criterion, judge, judge_rate, verdict
 from citegate.pipeline.fallback import DISCLAIMERS
 from citegate.store import db
 from citegate.tracking.promote import guards as promote_guards
@@ -51,6 +53,18 @@ def make_candidate(fragment_id: int | None = None, **fields: Any) -> Candidate:
     }
     values.update(fields)
     return Candidate(**values)
+
+
+def make_verdict(
+    role: str, model: str, passed: bool = True, run: str = "20261201T000000Z-abcd1234"
+) -> RoleVerdict:
+    """A role verdict as a notebook writes it: one required rate criterion (18 of 20 against a
+    Wilson 95% low of 0.6 passes; 8 of 20 fails) and one shown for information."""
+    rate = Criterion("accuracy", "accuracy", 0.6, "wilson_low>=")
+    info = Criterion("latency", "latency per call (s)", 0.0, "info", required=False)
+    outcomes = [True] * (18 if passed else 8) + [False] * (2 if passed else 12)
+    results = [judge_rate(rate, outcomes), judge(info, 1.5, 1.2, 1.9, 20)]
+    return verdict(role, model, VERDICT_NOTEBOOKS[role], run, results)
 
 
 def verse(i: int, score: float, kind: str = "verse") -> Candidate:

@@ -9,9 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import make_verdict
 
 from citegate.core.config import DESIGN, save_config
 from citegate.core.types import RewriteRule
+from citegate.core.verdicts import write_verdict
+from citegate.models.llm_server import LOCAL_MODEL_ID
 from citegate.pipeline.conversation import Conversation
 from citegate.pipeline.service import Service
 from citegate.pipeline.turn import EventKind
@@ -32,7 +35,10 @@ def test_a_three_turn_conversation_streams_with_its_followups_made_standalone(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DATABASE_URL", demo_db)
     config = tmp_path / "conversation.yaml"
-    save_config(DESIGN.replace(corpora=("gita",), rewrite_bar="01-run"), config)
+    # A verdict on the bundled model written by the test, as if it had passed notebook 01's
+    # rewrite bar (it does not): what is under test is the live path a passing model takes.
+    bar = write_verdict(tmp_path, make_verdict("rewrite", LOCAL_MODEL_ID)).name
+    save_config(DESIGN.replace(corpora=("gita",), rewrite_bar=bar), config)
     conv, turns = Conversation(), []
     with Service.open(str(config)) as svc:
         for question in QUESTIONS:

@@ -13,13 +13,14 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import MEMORY_REPLY, verse
+from conftest import MEMORY_REPLY, make_verdict, verse
 from llm_stub import DOWN, Stub, reply, stub_server
 
 from citegate.core import paths
 from citegate.core.config import PipelineConfig, save_config
 from citegate.core.errors import ModelFailure
 from citegate.core.types import Candidate
+from citegate.core.verdicts import write_verdict
 from citegate.corpus.questions import Question, QuestionSet
 from citegate.models.llm import ChatClient
 from citegate.models.llm_server import LOCAL_MODEL_ID, LocalLlamaServer
@@ -140,11 +141,13 @@ def test_ask_answer_shows_the_branch(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DATABASE_URL", demo_db)
     # A gate that bails out below cosine 0.9 (the bread question's best note has 0.837), so the
-    # turn takes the fallback path whichever config `ask` defaults to; the config names a run
-    # whose bar the fallback model passed (else the turn says "I don't know" with pointers).
+    # turn takes the fallback path whichever config `ask` defaults to; the config names a
+    # verdict, written by the test, as if the bundled model had passed notebook 04's bar (else
+    # the turn says "I don't know" with pointers).
     config = tmp_path / "bail_out.yaml"
     bail = PipelineConfig(sufficient_score=0.95, good_enough_score=0.97, bail_out_score=0.9)
-    save_config(bail.replace(fallback_bar="04-run"), config)
+    bar = write_verdict(tmp_path, make_verdict("fallback", LOCAL_MODEL_ID)).name
+    save_config(bail.replace(fallback_bar=bar), config)
     ask = ["ask", "How do I bake bread?", "--corpus", "gita", "--config", str(config)]
     assert main([*ask, "--answer", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -15,6 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 import yaml
+from conftest import make_verdict
 from llm_stub import dead_url
 
 from citegate.cli import build_parser, main
@@ -23,6 +24,7 @@ from citegate.core import inputs
 from citegate.core.config import DESIGN, save_config
 from citegate.core.config_files import PRODUCTION, read_production
 from citegate.core.errors import QuestionError
+from citegate.core.verdicts import write_verdict
 from citegate.models.embed import default_embedder
 from citegate.models.gate_model import LearnedGate
 from citegate.pipeline import service
@@ -138,14 +140,16 @@ def declining_config(folder: Path) -> list[str]:
     model passed), whose model call then fails. A corpus without fragments cannot stand in for
     it: retrieval refuses to search one."""
     gate = {"bail_out_score": 0.99, "sufficient_score": 0.995, "good_enough_score": 0.999}
-    return config_file(folder, "declining", fallback_bar="04-run", **gate)
+    bar = write_verdict(folder, make_verdict("fallback", DEAD_MODEL)).name
+    return config_file(folder, "declining", fallback_bar=bar, **gate)
 
 
 def generative_config(folder: Path) -> list[str]:
     """`--config PATH` of the design numbers with the generative composer, its model passed as
     if by notebook 06's bar: the coverage gate passes the tiny corpus to the composer, whose
     model call then fails (the extractive composer, the default, calls no model)."""
-    return config_file(folder, "generative", composer="generative", composer_bar="06-run")
+    bar = write_verdict(folder, make_verdict("composer", DEAD_MODEL)).name
+    return config_file(folder, "generative", composer="generative", composer_bar=bar)
 
 
 @pytest.mark.db

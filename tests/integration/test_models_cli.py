@@ -10,11 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import make_verdict
 from llm_stub import dead_url, error, model_list, stub_server
 
 from citegate.cli import main
 from citegate.core.config import DESIGN, save_config
 from citegate.core.config_files import production
+from citegate.core.verdicts import write_verdict
 from citegate.models.llm_server import LOCAL_MODEL_ID
 
 KEYS = ("OPENROUTER_API_KEY", "OPENROUTER_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL")
@@ -46,14 +48,11 @@ def remote_config(folder: Path) -> Path:
     """A config whose every role runs: the planner and the fallback with passing verdicts,
     the generative composer on the remote model, the rest on `llm`'s (the same model)."""
     path = folder / "remote.yaml"
-    cfg = DESIGN.replace(
-        llm=REMOTE,
-        planner="llm",
-        planner_bar="01-plan-run",
-        composer="generative",
-        composer_bar="06-composer-run",
-        fallback_bar="04-fallback-run",
-    )
+    bars = {
+        f"{role}_bar": write_verdict(folder, make_verdict(role, REMOTE, run=f"{role}-run")).name
+        for role in ("planner", "composer", "fallback")
+    }
+    cfg = DESIGN.replace(llm=REMOTE, planner="llm", composer="generative", **bars)
     save_config(cfg, path)
     return path
 
@@ -109,10 +108,10 @@ def test_a_config_on_a_remote_model_is_checked_once_through_the_api(
     out = capsys.readouterr().out
     table = rows(out)
     assert stub.gets == ["/v1/models"] and stub.requests == []  # one check, no chat call
-    assert table["planner"][1:] == ["yes", REMOTE, "yes", "passed", "01-plan-run"]
-    assert table["composer"][1:] == ["yes", REMOTE, "yes", "passed", "06-composer-run"]
+    assert table["planner"][1:] == ["yes", REMOTE, "yes", "passed", "planner-run"]
+    assert table["composer"][1:] == ["yes", REMOTE, "yes", "passed", "composer-run"]
     assert table["outline"][1] == "no"  # the generative composer writes: no outline planner
-    assert table["fallback"][1:] == ["yes", REMOTE, "yes", "passed", "04-fallback-run"]
+    assert table["fallback"][1:] == ["yes", REMOTE, "yes", "passed", "fallback-run"]
     assert KEY not in out
 
 

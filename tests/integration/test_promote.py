@@ -11,13 +11,16 @@ import numpy as np
 import psycopg
 import pytest
 import yaml
+from conftest import make_verdict
 
 from citegate.cli import main
 from citegate.core.config import PipelineConfig, save_config
 from citegate.core.config_files import accepted_metrics, read_production
 from citegate.core.errors import ConfigError
+from citegate.core.verdicts import write_verdict
 from citegate.evaluation import metrics as M
 from citegate.models.gate_model import LearnedGate
+from citegate.models.llm_server import LOCAL_MODEL_ID
 from citegate.models.ltr.features import FEATURE_NAMES
 from citegate.models.ltr.fit import model_factories
 from citegate.models.ltr.model import LTRReranker
@@ -522,14 +525,20 @@ def test_an_llm_planner_without_a_passing_verdict_is_never_promoted(
     not, before evaluating anything; with the planner's verdict named it is evaluated as usual."""
     before = env.read_bytes()
     run = crafted_run(tmp_path, planner="llm")
-    with pytest.raises(ConfigError, match="planner is 'llm' but planner_bar names no run"):
+    with pytest.raises(ConfigError, match="planner is 'llm' but planner_bar names no verdict"):
         P.promote(run, force=True, reason="try to force an unmeasured planner")
     code = main(["promote", run, "--dry-run"])
     err = capsys.readouterr().err
     ours = [line for line in err.splitlines() if line.startswith("citegate")]  # not mlflow's
     assert code == 2 and len(ours) == 1 and "planner_bar" in ours[0] and "Traceback" not in err
     assert env.read_bytes() == before
-    measured = P.promote(crafted_run(tmp_path, planner="llm", planner_bar="01-run"), dry_run=True)
+    failed = make_verdict("planner", LOCAL_MODEL_ID, passed=False)
+    named = f"models/{write_verdict(env.parent / 'models', failed).name}"
+    with pytest.raises(ConfigError, match="names a verdict smollm2.* failed on the planner"):
+        P.promote(crafted_run(tmp_path, planner="llm", planner_bar=named), dry_run=True)
+    passing = make_verdict("planner", LOCAL_MODEL_ID)
+    named = f"models/{write_verdict(env.parent / 'models', passing).name}"
+    measured = P.promote(crafted_run(tmp_path, planner="llm", planner_bar=named), dry_run=True)
     assert ("planner", "offline", "llm") in measured.changes
 
 

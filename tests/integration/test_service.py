@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import make_verdict
 from llm_stub import dead_url, reply, stub_server
 
 from citegate.cli import main
@@ -14,6 +15,7 @@ from citegate.core.config import DESIGN, save_config
 from citegate.core.config_files import production
 from citegate.core.errors import ConfigError, EmptyCorpus
 from citegate.core.types import Branch
+from citegate.core.verdicts import write_verdict
 from citegate.models.embed import embedder_for
 from citegate.models.llm_server import LOCAL_MODEL_ID
 from citegate.pipeline.roles import ROLES
@@ -82,7 +84,8 @@ def test_answer_plans_with_the_configured_planner(
     """planner: llm with a passing verdict and its own model: `ask --answer` (and so
     `Service.answer`) sends the question to that model, through the SDK to a local server."""
     plan = {"subquestions": [{"kind": "main", "text": "Does the self die with the body?"}]}
-    cfg = DESIGN.replace(planner="llm", planner_bar="01-run", planner_model="openrouter/v/plan")
+    bar = write_verdict(tmp_path, make_verdict("planner", "openrouter/v/plan")).name
+    cfg = DESIGN.replace(planner="llm", planner_bar=bar, planner_model="openrouter/v/plan")
     path = tmp_path / "planned.yaml"
     save_config(cfg, path)
     monkeypatch.setenv("CITEGATE_CACHE", str(tmp_path / "cache"))

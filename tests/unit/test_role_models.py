@@ -202,7 +202,7 @@ def test_planner_llm_without_a_passing_verdict_is_refused_before_anything_connec
     save_config(DESIGN.replace(planner="llm"), path)
     with pytest.raises(ConfigError) as err, Service.open(str(path)):
         pass
-    assert "planner is 'llm' but planner_bar names no run" in one_line(err)
+    assert "planner is 'llm' but planner_bar names no verdict" in one_line(err)
     assert main(["ask", "What is dharma?", "--config", str(path)]) == 2
     out, errs = capsys.readouterr()
     assert errs.startswith("citegate: error:") and "planner_bar" in errs and errs.count("\n") == 1

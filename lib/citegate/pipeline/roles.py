@@ -27,13 +27,16 @@ import threading
 from collections.abc import Iterable
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from citegate.core.config import LOCAL_CHAT_MODEL, PipelineConfig
 from citegate.core.errors import ConfigError
+from citegate.core.verdicts import BAR_FIELDS, RoleVerdict
 from citegate.models.llm import ChatClient, LLMUsage, missing_key, remote_client, split_model
 from citegate.models.llm_server import LOCAL_MODEL_ID, LocalLlamaServer, local_model_ready
+from citegate.store.production import load_verdict
 
 ROLES = ("planner", "rewrite", "outline", "composer", "fallback")
 _FIELDS = {r: f"{r}_model" for r in ROLES}
@@ -90,14 +93,68 @@ def unvetted_composer(cfg: PipelineConfig) -> str:
 
 def bar_problem(cfg: PipelineConfig) -> str:
     """Why a service may not answer with `cfg` ("" when it may): its query planner is `llm`
-    but `planner_bar` names no run whose verdict on the planner passed. (The fallback has its
+    but `planner_bar` names no verdict (the file `check_bars` then reads and checks). (The fallback has its
     own answer to a missing bar: the turn skips it and says "I don't know".)"""
     if cfg.planner == "llm" and not cfg.planner_bar:
         return (
-            "planner is 'llm' but planner_bar names no run whose planner verdict passed "
-            "(notebook 01's bar): use planner: offline, or set planner_bar to that run"
+            "planner is 'llm' but planner_bar names no verdict (notebook 01 measures the "
+            "planner's bar; citegate models adopt copies a passing one): use planner: offline, "
+            "or set planner_bar to that verdict"
         )
     return ""
+
+
+def bar_role(cfg: PipelineConfig, field: str) -> str:
+    """The role whose verdict the bar field `field` names under `cfg` (`composer_bar` vouches
+    for the outline planner when the composer is "outline", else for the generative composer)."""
+    if field == "composer_bar":
+        return "outline" if cfg.composer == "outline" else "composer"
+    return next(r for r, f in BAR_FIELDS.items() if f == field and r in ROLES)
+
+
+def bar_fields(cfg: PipelineConfig) -> dict[str, str]:
+    """Each bar field of the roles a config can run and the verdict file it names (set ones)."""
+    fields = dict.fromkeys(BAR_FIELDS[r] for r in ROLES)
+    return {f: getattr(cfg, f) for f in fields if getattr(cfg, f)}
+
+
+def verdict_problem(
+    cfg: PipelineConfig, field: str, verdict: RoleVerdict, override: str | None = None
+) -> str:
+    """Why the verdict `field` names does not let its role run under `cfg` ("" when it does):
+    a verdict on another role, on another model than the role runs (a per-call `override`
+    included: a verdict vouches only for the model it measured), or a failed one."""
+    role = bar_role(cfg, field)
+    model = role_model(cfg, role, override)
+    if verdict.role != role:
+        return f"{field} names a verdict on the {verdict.role} role, not the {role}"
+    if verdict.model != model:
+        return (
+            f"{field} names a verdict on {verdict.model}, but the {role} runs {model}: a "
+            "verdict vouches only for the model it measured"
+        )
+    if not verdict.passed:
+        return f"{field} names a verdict {verdict.model} failed on the {role}: {verdict.why_not()}"
+    return ""
+
+
+def check_bars(
+    cfg: PipelineConfig,
+    base: Path | None = None,
+    root: Path | None = None,
+    override: str | None = None,
+) -> dict[str, RoleVerdict]:
+    """Read every verdict `cfg`'s bar fields name (relative to `base`, the config file's
+    folder, confined to `root`: `store.production.load_verdict`) and refuse in one line the
+    first that is missing, altered, failed, or on another role or model (`verdict_problem`).
+    Returns them by field."""
+    out = {}
+    for field, name in bar_fields(cfg).items():
+        verdict = load_verdict(name, field, base, root)
+        if why := verdict_problem(cfg, field, verdict, override):
+            raise ConfigError(why)
+        out[field] = verdict
+    return out
 
 
 def require_keys(cfg: PipelineConfig, roles: Iterable[str], override: str | None = None) -> None:
@@ -200,7 +257,8 @@ PASSED = "passed"
 class RoleStatus:
     """One role under a config: whether its turn can run it (`runnable_roles`), the model it
     runs, local or remote, whether that model can be reached (None: not checked) and why not,
-    its verdict (`passed` or `no bar passed`) and the run that gave it ("" when none)."""
+    its verdict (`passed`, `no bar passed` or `refused: <why>`) and the run that gave it ("" when
+    none)."""
 
     role: str
     runs: bool
@@ -216,19 +274,26 @@ class RoleStatus:
         return asdict(self)
 
 
-def role_verdict(cfg: PipelineConfig, role: str) -> tuple[str, str]:
-    """(verdict, run) of `role`: the fallback's from `fallback_bar`, the follow-up rewrite's from
-    `rewrite_bar`, the query planner's from `planner_bar`, the composer's and the outline
-    planner's from `composer_bar`."""
-    bars = {
-        "fallback": cfg.fallback_bar,
-        "rewrite": cfg.rewrite_bar,
-        "planner": cfg.planner_bar,
-        "composer": cfg.composer_bar,
-        "outline": cfg.composer_bar,
-    }
-    bar = bars[role]
-    return (PASSED, bar) if bar else (NO_BAR_PASSED, "")
+def role_verdict(
+    cfg: PipelineConfig, role: str, base: Path | None = None, root: Path | None = None
+) -> tuple[str, str]:
+    """(verdict, run) of `role` from the file its bar field names (`BAR_FIELDS`, relative to
+    `base`, the config file's folder): `passed` and the run that measured it, `no bar passed`
+    when the field is empty, or `refused: <why>` when the file is missing, altered, failed, or
+    on another role or model (`check_bars` refuses such a config)."""
+    field = BAR_FIELDS[role]
+    name = getattr(cfg, field)
+    if not name:
+        return NO_BAR_PASSED, ""
+    try:
+        verdict = load_verdict(name, field, base, root)
+    except ConfigError as exc:
+        return f"refused: {str(exc).splitlines()[0]}", ""
+    if role == bar_role(cfg, field) and (why := verdict_problem(cfg, field, verdict)):
+        return f"refused: {why}", verdict.run
+    if verdict.role != role:  # composer_bar vouches for the composer that runs, not the other
+        return NO_BAR_PASSED, ""
+    return PASSED, verdict.run
 
 
 def reach(model: str, check: bool = True, timeout: float = 5.0) -> tuple[bool | None, str]:
@@ -247,9 +312,14 @@ def reach(model: str, check: bool = True, timeout: float = 5.0) -> tuple[bool | 
 
 
 def role_statuses(
-    cfg: PipelineConfig, check: bool = True, timeout: float = 5.0
+    cfg: PipelineConfig,
+    check: bool = True,
+    timeout: float = 5.0,
+    base: Path | None = None,
+    root: Path | None = None,
 ) -> list[RoleStatus]:
-    """One `RoleStatus` per role (`ROLES` order); each distinct model is checked once."""
+    """One `RoleStatus` per role (`ROLES` order); each distinct model is checked once, each
+    verdict read from the file its bar names (`role_verdict`, relative to `base`)."""
     runs = runnable_roles(cfg)
     seen: dict[str, tuple[bool | None, str]] = {}
     out = []
@@ -258,7 +328,7 @@ def role_statuses(
         if model not in seen:
             seen[model] = reach(model, check, timeout)
         ok, detail = seen[model]
-        verdict, run = role_verdict(cfg, role)
+        verdict, run = role_verdict(cfg, role, base, root)
         where = "local" if split_model(model) is None else "remote"
         out.append(RoleStatus(role, role in runs, model, where, ok, detail, verdict, run))
     return out
@@ -268,8 +338,12 @@ __all__ = [
     "ROLES",
     "RoleClients",
     "RoleStatus",
+    "bar_fields",
     "bar_problem",
+    "bar_role",
+    "check_bars",
     "unvetted_composer",
+    "verdict_problem",
     "reach",
     "require_keys",
     "role_model",

@@ -53,6 +53,7 @@ from citegate.pipeline.retrieve import RetrievalResult, retrieve
 from citegate.pipeline.roles import (
     RoleClients,
     bar_problem,
+    check_bars,
     require_keys,
     role_model,
     runnable_roles,
@@ -67,17 +68,28 @@ from citegate.store.production import (
 )
 
 
-def choose_config(which: str = "production") -> NamedConfig:
+def model_folders(choice: NamedConfig) -> tuple[Path, Path | None]:
+    """(the folder `choice`'s model and verdict files are named relative to, the folder they
+    must lie in: None for `base/models/`): a production-shaped file names them under its
+    models/ folder, a plain config file (a run folder's recommended_config.yaml) inside its own
+    folder."""
+    named_file = choice.source not in ("production", "design")
+    folder = Path(choice.source).parent if named_file else PRODUCTION.parent
+    return folder, None if choice.version is not None else folder
+
+
+def choose_config(which: str = "production", override: str | None = None) -> NamedConfig:
     """The config `which` names ("production", "design" or a YAML path), its model files made
     absolute and checked (a missing, altered or unusable one is refused here, before any model
-    loads): a production-shaped file names them under its models/ folder, a plain config file
-    (a run folder's recommended_config.yaml) inside its own folder."""
+    loads; `model_folders` says where they are looked for), and every role verdict its bars
+    name read and checked against the model the role runs (`roles.check_bars`; `override`: a
+    per-call model for every role, which a verdict must then be on)."""
     choice = named(which)
     cfg = choice.config
+    folder, root = model_folders(choice)
+    check_bars(cfg, folder, root, override)
     if cfg.gate != "learned" and not cfg.reranker_model:
         return choice
-    folder = PRODUCTION.parent if choice.source == "production" else Path(choice.source).parent
-    root = None if choice.version is not None else folder
     if cfg.reranker_model:
         cfg = cfg.replace(reranker_model=str(reranker_model_path(cfg, folder, root).resolve()))
         load_reranker(cfg)
@@ -152,8 +164,8 @@ class Service:
         id on the provider whose key is set); `embedder`: one already loaded (default: the
         config's, `config_embedder`); `pool_size`: the most connections held at once (the
         threads expected to call at the same time)."""
-        choice = choose_config(config)
         override = chosen_model(model) if model else None
+        choice = choose_config(config, override)
         check_roles(choice, override)
         emb = embedder or config_embedder(choice)
         choice = for_call(choice, emb.id, corpora)
@@ -240,6 +252,7 @@ def service_planner(cfg: PipelineConfig, roles: RoleClients) -> Planner:
 
 
 __all__ = [
+    "model_folders",
     "Service",
     "check_roles",
     "choose_config",

@@ -79,6 +79,15 @@ MODELS = {
 }
 
 
+def role_model_id(name: str) -> str:
+    """The id a config's role field runs study model `name` as, which a verdict on it names:
+    `remote:<id>` is `<id>`; a bundled model is its alias (`smollm2-135m` is `LOCAL_MODEL_ID`,
+    what `llm: none` runs)."""
+    if name.startswith("remote:"):
+        return name.removeprefix("remote:")
+    return MODELS[name].alias if name in MODELS else name
+
+
 def resolve_models(names: Sequence[str]) -> tuple[dict[str, Path | None], dict[str, str]]:
     """Usable models (name -> GGUF path, or None for `remote:<id>` through `ChatClient.from_env`)
     and the skipped ones with the reason (not installed, no API key, unknown name)."""

@@ -20,6 +20,7 @@ import psycopg
 from citegate.core.config import PipelineConfig
 from citegate.core.config_files import PRODUCTION, production
 from citegate.core.errors import ConfigError
+from citegate.core.verdicts import RoleVerdict, read_verdict
 from citegate.models import gate_model
 from citegate.models.gate_model import LearnedGate
 from citegate.models.ltr.model import LTRReranker, load_ltr
@@ -112,6 +113,24 @@ def _model_file(name: str, base: Path | None, root: Path | None, whose: str) -> 
             "a link pointing out); a config names its model files inside that folder"
         )
     return full
+
+
+def load_verdict(
+    name: str, field: str, base: Path | None = None, root: Path | None = None
+) -> RoleVerdict:
+    """The role verdict a config's bar field (`field`) names: `name` relative to `base` (the
+    config file's folder, default `experiments/`), confined to `root` (default `base/models/`)
+    as model files are (`gate_model_path`), read and checked by `core.verdicts.read_verdict`; a
+    missing file is a ConfigError saying where it was looked for and how to put it there."""
+    path = _model_file(name, base, root, f"{field}'s verdict")
+    try:
+        return read_verdict(path)
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: the verdict file {field} names is missing ({exc.strerror or exc}); adopt "
+            "the passing verdict of the run that measured the role into that folder "
+            "(citegate models adopt RUN_FOLDER --role ROLE)"
+        ) from exc
 
 
 def load_reranker(cfg: PipelineConfig, base: Path | None = None) -> Reranker:

@@ -17,8 +17,7 @@ from citegate.evaluation.clustered import cluster_rate_ci
 from citegate.evaluation.metrics import rate_ci_or_nan
 from citegate.pipeline.claimcheck import AnswerCheck, flag
 from citegate.pipeline.judge import JudgeSummary, PairJudgement, validator_agreement
-
-SUPPORTED_BAR = 0.95  # share of claims supported a composer must reach to answer in production
+from citegate.studies.faithfulness.bars import composer_verdict
 
 
 @dataclass(frozen=True)
@@ -141,16 +140,10 @@ def _by_language(frame: pd.DataFrame) -> list[tuple[tuple[str, str], pd.DataFram
     return groups
 
 
-def passes_bar(table: pd.DataFrame, composer: str, bar: float = SUPPORTED_BAR) -> bool:
-    """Whether a composer's answers (all languages) reach the supported share `bar` with no
-    fabricated marker shown unflagged and no model error."""
-    row = table[(table["composer"] == composer) & (table["language"] == "all")]
-    if row.empty or not row["claims"].iloc[0]:
-        return False
-    r = row.iloc[0]
-    return bool(
-        r["supported_share"] >= bar and r["fabricated_unflagged"] == 0 and r["model_errors"] == 0
-    )
+def passes_bar(table: pd.DataFrame, composer: str) -> bool:
+    """Whether a composer's answers (all languages) pass the composer role's bar
+    (`bars.COMPOSER_BAR`: supported share, nothing fabricated shown unflagged, no failed call)."""
+    return composer_verdict(table, composer, composer, "").passed
 
 
 def production_composer(table: pd.DataFrame, preferred: Sequence[str]) -> str:
@@ -231,7 +224,6 @@ def check_errors(
 
 
 __all__ = [
-    "SUPPORTED_BAR",
     "answers_frame",
     "check_errors",
     "judge_agreement",

@@ -9,7 +9,8 @@ from typing import Any
 
 import pandas as pd
 
-from citegate.studies.faithfulness.answers import SUPPORTED_BAR, passes_bar
+from citegate.studies.faithfulness.answers import passes_bar
+from citegate.studies.faithfulness.bars import SUPPORTED_LOW
 
 
 def _pct(x: float) -> str:
@@ -34,8 +35,9 @@ def composer_lines(table: pd.DataFrame, threshold: float, chosen: str) -> list[s
             f"(95% CI {_pct(r['supported_lo'])}–{_pct(r['supported_hi'])}, by question); "
             f"{r['uncited']} uncited, {r['unsupported']} unsupported, "
             f"{r['fabricated_markers']} fabricated marker(s), {r['fabricated_unflagged']} shown "
-            f"unflagged; {r['model_errors']} model error(s){abst}. It {verdict} the bar of "
-            f"{SUPPORTED_BAR:.0%} supported with nothing fabricated shown unflagged."
+            f"unflagged; {r['model_errors']} model error(s){abst}. It {verdict} the composer's "
+            f"bar: the interval's low end above {SUPPORTED_LOW:.0%} supported, nothing "
+            "fabricated shown unflagged, no failed call."
         )
     lines.append(
         f"- The composer recommended for production: **{chosen}**"
@@ -65,7 +67,8 @@ def mode_line(rows: Sequence[Any], mode: str, named: str) -> str:
 
 
 def plot_composers(table: pd.DataFrame) -> Any:
-    """Supported share per composer and language, with its clustered interval and the bar."""
+    """Supported share per composer and language, with its clustered interval and the bar
+    its interval's low end must clear."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 4.2))
@@ -74,7 +77,7 @@ def plot_composers(table: pd.DataFrame) -> Any:
     y = parts["supported_share"].to_numpy()
     err = [y - parts["supported_lo"].to_numpy(), parts["supported_hi"].to_numpy() - y]
     ax.bar(range(len(y)), y, yerr=err, capsize=3, color="#4c72b0")
-    ax.axhline(SUPPORTED_BAR, color="#c44e52", ls="--", lw=1, label=f"bar {SUPPORTED_BAR:.0%}")
+    ax.axhline(SUPPORTED_LOW, color="#c44e52", ls="--", lw=1, label=f"bar {SUPPORTED_LOW:.0%}")
     ax.set_xticks(range(len(y)), labels, fontsize=7, rotation=30, ha="right")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("claims supported")

@@ -14,8 +14,10 @@ import pandas as pd
 
 from citegate.core.errors import MAX_MODEL_ERROR_SHARE, MODEL_ERROR
 from citegate.core.errors import check_model_errors as check_statuses
+from citegate.core.verdicts import VERDICT_NOTEBOOKS, RoleVerdict
 from citegate.corpus.questions import Question
 from citegate.corpus.sources.address import find_verse_refs, verse_label
+from citegate.evaluation.bars import Criterion, judge, judge_rate, verdict
 from citegate.evaluation.metrics import rate_ci_or_nan
 from citegate.evaluation.sampling import salted_hash
 from citegate.pipeline.rewrite import (
@@ -27,6 +29,7 @@ from citegate.pipeline.rewrite import (
 )
 
 ARMS = ("raw", "concat", "rule", "rewrite")
+NOTEBOOK = VERDICT_NOTEBOOKS["rewrite"]
 SAMPLE_SALT = "citegate-followup-v1"
 
 _DIGITS = str.maketrans("०१२३४५६७८९", "0123456789")
@@ -467,6 +470,49 @@ def paired_vs_raw(results: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=["arm", "model", "language", "gains", "losses"])
+
+
+# --------------------------------------------------------------------------- the rewrite role's bar
+
+# The follow-up rewrite's bar. The validator must accept most of what the model writes (a model
+# whose rewrites it rejects leaves every follow-up as written, at the price of a model call), and
+# the follow-ups searched as the model rewrote them must find their verse more often than
+# searched as written, with confidence: the Wilson 95% lower bound of the rewrite arm's recall at
+# least the raw arm's recall on the same conversations.
+ACCEPT_RATE_MIN = 0.8
+REWRITE_BAR = (
+    Criterion("accept_rate", "rewrites the validator accepts", ACCEPT_RATE_MIN, "wilson_low>="),
+    Criterion("recall_over_raw", "recall of the follow-up's verse, rewritten", 0.0, "wilson_low>="),
+    Criterion("model_errors", "calls that failed", 0.0, "info", required=False),
+)
+
+
+def rewrite_verdicts(
+    results: pd.DataFrame, rewrites: pd.DataFrame, run: str, role_ids: dict[str, str]
+) -> list[RoleVerdict]:
+    """One verdict on the rewrite role per model that wrote rewrites (`REWRITE_BAR`), measured
+    over every language; `role_ids` maps a study model name to the id a config's
+    `rewrite_model` runs it as (`research.models.role_model_id`). `run` is the run folder's
+    name."""
+    accept, recall, errors = REWRITE_BAR
+    raw = results[results["arm"] == "raw"]["hit"]
+    raw_recall = float(raw.mean()) if len(raw) else float("nan")
+    floor = Criterion(
+        recall.name, f"{recall.label} (raw: {raw_recall:.3f})", raw_recall, recall.rule
+    )
+    out = []
+    for model, g in rewrites.groupby("model", sort=True):
+        written = answered(g)
+        hits = results[(results["arm"] == "rewrite") & (results["model"] == model)]["hit"]
+        failed = len(g) - len(written)
+        lines = [
+            judge_rate(accept, list(written["accepted"].astype(bool))),
+            judge_rate(floor, list(hits.astype(bool))) if np.isfinite(raw_recall) else
+            judge(floor, float("nan"), float("nan"), float("nan"), 0),
+            judge(errors, failed / len(g), float("nan"), float("nan"), len(g)),
+        ]  # fmt: skip
+        out.append(verdict("rewrite", role_ids.get(str(model), str(model)), NOTEBOOK, run, lines))
+    return out
 
 
 def _metric_name(arm: str, model: str) -> str:

@@ -19,7 +19,7 @@ from citegate.core.config_files import read_production
 from citegate.core.errors import ConfigError
 from citegate.core.redact import safe_mapping
 from citegate.core.yamlfile import loads_yaml
-from citegate.pipeline.roles import bar_problem, unvetted_composer
+from citegate.pipeline.roles import bar_problem, check_bars, unvetted_composer
 from citegate.store.production import load_gate, load_reranker
 from citegate.tracking.promote import production_file
 from citegate.tracking.promote.decision import PromotionDecision, decide
@@ -80,8 +80,16 @@ def check_role_bars(run_id: str, cfg: PipelineConfig) -> None:
     """Refuse (`ConfigError`, whatever `--force` says) a recommended config that production
     could not answer with as it says: a role it names with no passing verdict (the llm query
     planner without `planner_bar`, which `Service.open` refuses; a model composer without
-    `composer_bar`, which a live turn replaces by the extractive composer)."""
-    if why := bar_problem(cfg) or unvetted_composer(cfg):
+    `composer_bar`, which a live turn replaces by the extractive composer), or a bar naming a
+    verdict that is not adopted into production's models/ folder, altered, failed, or on another
+    role or model than the config runs (`roles.check_bars`)."""
+    why = bar_problem(cfg) or unvetted_composer(cfg)
+    if not why:
+        try:
+            check_bars(cfg, production_file.PRODUCTION.parent)
+        except ConfigError as exc:
+            why = str(exc).splitlines()[0]
+    if why:
         raise ConfigError(f"run {run_id} cannot be promoted: {why}; --force does not override this")
 
 
