@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from citegate.core.verdicts import read_verdict, write_verdict
 from citegate.studies import fallback as fs
 from citegate.studies.fallback import compute
 
@@ -186,3 +187,19 @@ def test_bar_json_holds_the_verdicts(tmp_path: Path) -> None:
     assert "run_id" not in saved[GOOD]
     with_id = json.loads(fs.save_bar(run_dir, table, run_id="abc123").read_text("utf-8"))
     assert with_id[GOOD]["run_id"] == "abc123"
+
+
+def test_each_model_s_bar_becomes_a_verdict_that_reads_back(tmp_path: Path) -> None:
+    """The table as verdicts (what `citegate models adopt` reads): the same pass or fail per
+    model, the information line never deciding, the role model id the config runs."""
+    frame = pd.concat([answers(), answers("weak", in_scope_correct=30)])
+    table = compute.bar_table(frame, pd.concat([claims(), claims("weak")]), n_boot=200)
+    ids = {GOOD: "openrouter/vendor/good"}
+    verdicts = {v.model: v for v in fs.fallback_verdicts(table, "run-f", ids)}
+    assert verdicts["openrouter/vendor/good"].passed and not verdicts["weak"].passed
+    assert "in-scope accuracy" in verdicts["weak"].why_not()
+    assert compute.bar_verdicts(table) == {GOOD: True, "weak": False}
+    for v in verdicts.values():
+        assert read_verdict(write_verdict(tmp_path, v)) == v
+        info = next(c for c in v.criteria if c.rule == "info")
+        assert info.passed is None and not info.required

@@ -20,7 +20,7 @@ notebook imports this package as `from citegate.studies import fallback as fs`.
 
 from __future__ import annotations
 
-from citegate.studies.fallback.artifacts import save_bar
+from citegate.studies.fallback.artifacts import fallback_verdicts, save_bar
 from citegate.studies.fallback.compute import (
     BAR,
     FallbackQuestions,
@@ -76,6 +76,7 @@ __all__ = [
     "questions_table",
     "record_questions",
     "run_calls",
+    "fallback_verdicts",
     "save_bar",
     "scope_by_label",
     "scope_table",

@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from citegate.core.verdicts import VERDICT_NOTEBOOKS, CriterionResult, RoleVerdict
 from citegate.studies.fallback.compute import bar_verdicts
 
 BAR_FILE = "bar.json"
@@ -58,6 +59,34 @@ def bar_record(
     return out
 
 
+def fallback_verdicts(table: pd.DataFrame, run: str, role_ids: dict[str, str]) -> list[RoleVerdict]:
+    """The bar table as one verdict on the fallback role per model (what `citegate models adopt`
+    reads); `role_ids` maps a study model name to the id a config's `fallback_model` runs it as
+    (`research.models.role_model_id`), `run` is the run folder's name."""
+    out = []
+    for model, g in table.groupby("model", sort=True):
+        lines = [
+            CriterionResult(
+                r["criterion"],
+                r["label"],
+                _plain(r["value"]),
+                (_plain(r["ci95 low"]), _plain(r["ci95 high"])),
+                int(r["n"]),
+                _plain(r["threshold"]),
+                r["rule"],
+                bool(r["required"]),
+                None if pd.isna(r["passed"]) else bool(r["passed"]),
+                r["reason"],
+            )  # fmt: skip
+            for r in g.to_dict("records")
+        ]
+        role_model = role_ids.get(str(model), str(model))
+        out.append(
+            RoleVerdict("fallback", role_model, VERDICT_NOTEBOOKS["fallback"], run, tuple(lines))
+        )
+    return out
+
+
 def save_bar(run_dir: Any, table: pd.DataFrame, run_id: str | None = None) -> Path:
     """Write `bar.json` into the run folder; returns its path. The notebook is not told the MLflow
     run id, so `run_id` is written only when a caller knows it; the run folder's name (which, for a
@@ -70,4 +99,4 @@ def save_bar(run_dir: Any, table: pd.DataFrame, run_id: str | None = None) -> Pa
     return path
 
 
-__all__ = ["BAR_FILE", "bar_record", "save_bar"]
+__all__ = ["BAR_FILE", "bar_record", "fallback_verdicts", "save_bar"]
