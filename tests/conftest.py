@@ -1,5 +1,5 @@
 """Shared fixtures: a real embedded PostgreSQL per test session, throwaway caches; and the shared
-factories (`make_candidate`, `verse`, `MEMORY_REPLY`), imported by tests as
+factories (`make_candidate`, `verse`, `FALLBACK_REPLY`), imported by tests as
 `from conftest import make_candidate`."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def verse(i: int, score: float, kind: str = "verse") -> Candidate:
 
 
 # A well-formed fallback reply: in scope, the English disclaimer copied, three probes.
-MEMORY_REPLY = {
+FALLBACK_REPLY = {
     "in_scope": True,
     "disclaimer": DISCLAIMERS["en"],
     "answer": "Arjuna doubts.",

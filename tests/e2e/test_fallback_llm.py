@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import MEMORY_REPLY, make_verdict, verse
+from conftest import FALLBACK_REPLY, make_verdict, verse
 from llm_stub import DOWN, Stub, reply, stub_server
 
 from citegate.core import paths
@@ -60,7 +60,7 @@ def remote_stub_env(
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-stub-0000")
-    replies = [reply({**MEMORY_REPLY, "in_scope": False})] * 3 + [DOWN]
+    replies = [reply({**FALLBACK_REPLY, "in_scope": False})] * 3 + [DOWN]
     with stub_server(replies) as stub:
         monkeypatch.setenv("OPENROUTER_BASE_URL", stub.base_url)
         yield stub

@@ -20,8 +20,8 @@ from citegate.models.llm import (
     OPENROUTER_DEFAULT_MODEL,
     ChatClient,
     LLMError,
-    MemoryAnswer,
-    parse_memory_answer,
+    FallbackReply,
+    parse_fallback_reply,
     url_kind,
 )
 from citegate.models.llm_server import LOCAL_MODEL_ID, LocalLlamaServer, local_model_path
@@ -265,36 +265,36 @@ def test_a_call_that_failed_while_the_server_was_down_calls_again(tmp_path: Path
 
 
 def test_parse_clean_json() -> None:
-    value, status = parse_memory_answer(GOOD_JSON)
+    value, status = parse_fallback_reply(GOOD_JSON)
     assert status == "ok"
-    assert value == MemoryAnswer("Paris", ("capital of France",), "from memory", True)
+    assert value == FallbackReply("Paris", ("capital of France",), "from memory", True)
 
 
 def test_parse_fenced_json() -> None:
-    value, status = parse_memory_answer(f"```json\n{GOOD_JSON}\n```")
+    value, status = parse_fallback_reply(f"```json\n{GOOD_JSON}\n```")
     assert status == "ok" and value is not None and value.answer == "Paris"
 
 
 def test_parse_prose_wrapped_json() -> None:
     text = f"Sure! Here is {{my answer}}:\n{GOOD_JSON}\nHope this helps."
-    value, status = parse_memory_answer(text)
+    value, status = parse_fallback_reply(text)
     assert status == "ok" and value is not None and value.search_queries == ("capital of France",)
 
 
 def test_parse_malformed_json_records_failure() -> None:
-    value, status = parse_memory_answer('{"answer": "Paris", "search_queries": [oops], }')
+    value, status = parse_fallback_reply('{"answer": "Paris", "search_queries": [oops], }')
     assert value is None and status.startswith("parse_failure: invalid JSON")
-    assert parse_memory_answer("no json here") == (None, "parse_failure: no JSON object found")
+    assert parse_fallback_reply("no json here") == (None, "parse_failure: no JSON object found")
 
 
 def test_parse_string_booleans_and_bad_types() -> None:
-    yes = parse_memory_answer('{"answer": "a", "in_scope": "true"}')[0]
-    no = parse_memory_answer('{"answer": "a", "in_scope": " False "}')[0]
+    yes = parse_fallback_reply('{"answer": "a", "in_scope": "true"}')[0]
+    no = parse_fallback_reply('{"answer": "a", "in_scope": " False "}')[0]
     assert yes is not None and yes.in_scope is True and yes.search_queries == ()
     assert no is not None and no.in_scope is False
-    value, status = parse_memory_answer('{"answer": "a", "in_scope": "maybe"}')
+    value, status = parse_fallback_reply('{"answer": "a", "in_scope": "maybe"}')
     assert value is None and "in_scope" in status
-    value, status = parse_memory_answer('{"answer": "a", "in_scope": true, "search_queries": [1]}')
+    value, status = parse_fallback_reply('{"answer": "a", "in_scope": true, "search_queries": [1]}')
     assert value is None and "search_queries" in status
 
 
@@ -305,7 +305,7 @@ def test_structured_repairs_once(tmp_path: Path) -> None:
     ]
     with stub_server(replies) as stub:
         client = stub_client(stub, tmp_path)
-        res = client.structured(HI, parse_memory_answer)
+        res = client.structured(HI, parse_fallback_reply)
     assert res.status == "repaired" and res.ok
     assert res.value is not None and res.value.in_scope is True
     assert len(stub.requests) == 2 and len(res.calls) == 2
@@ -318,9 +318,9 @@ def test_structured_repairs_once(tmp_path: Path) -> None:
 def test_structured_gives_up_after_one_repair_without_raising(tmp_path: Path) -> None:
     with stub_server([(200, completion("I think the answer is Paris."))]) as stub:
         client = stub_client(stub, tmp_path)
-        res = client.structured(HI, parse_memory_answer)
+        res = client.structured(HI, parse_fallback_reply)
         no_repair = client.structured(
-            [{"role": "user", "content": "again"}], parse_memory_answer, repair=False
+            [{"role": "user", "content": "again"}], parse_fallback_reply, repair=False
         )
     assert res.value is None and res.status.startswith("parse_failure:")
     assert len(stub.requests) == 3  # 2 for the first, 1 for repair=False

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import MEMORY_REPLY
+from conftest import FALLBACK_REPLY
 from llm_stub import reply, stub_server
 
 from citegate.core.config import PipelineConfig
@@ -71,7 +71,7 @@ def test_a_turn_over_a_folder_corpus_declines_naming_that_corpus(
 
     monkeypatch.setattr(T, "retrieve", fake)
     cfg = PipelineConfig(corpora=("bees",), fallback_bar="04-run")
-    out_of_scope = reply({**MEMORY_REPLY, "in_scope": False})
+    out_of_scope = reply({**FALLBACK_REPLY, "in_scope": False})
     with stub_server([out_of_scope]) as stub:
         client = ChatClient("stub-model", stub.base_url, cache_path=tmp_path / "llm.sqlite")
         t = T.answer_turn(None, "How do I bake bread?", cfg, default_embedder(), None, client)  # type: ignore[arg-type]

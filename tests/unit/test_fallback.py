@@ -79,8 +79,8 @@ def test_prompt_variants_and_schema() -> None:
     not_asked = F.fallback_messages("q", "ru", "not_asked")[0]["content"]
     assert RU in asked and RU in painted and RU not in not_asked and "Russian" in asked
     assert "already shows" in painted and "already shows" not in asked
-    assert "disclaimer" not in F.memory_schema("not_asked")["properties"]
-    assert list(F.memory_schema("asked")["properties"])[:2] == ["in_scope", "disclaimer"]
+    assert "disclaimer" not in F.fallback_reply_schema("not_asked")["properties"]
+    assert list(F.fallback_reply_schema("asked")["properties"])[:2] == ["in_scope", "disclaimer"]
     with pytest.raises(ValueError, match="unknown prompt variant"):
         F.fallback_messages("q", "en", "shout")
 

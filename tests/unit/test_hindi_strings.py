@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MEMORY_REPLY, verse
+from conftest import FALLBACK_REPLY, verse
 from llm_stub import Scripted, reply, stub_server
 
 from citegate.core.config import PipelineConfig
@@ -56,7 +56,7 @@ def test_the_hindi_strings_are_devanagari(table: Mapping[str, str]) -> None:
 
 
 def test_hindi_is_supported_and_detected() -> None:
-    assert F.supported("hi") == "hi" and detect_language(QUESTION) == "hi"
+    assert F.fixed_strings_language("hi") == "hi" and detect_language(QUESTION) == "hi"
     assert F.decline_text("hi", ("gita",)) == F.DECLINES["hi"].format(scope=F.SCOPE["hi"])
     assert "{" not in F.decline_text("hi", ("gita",))
     assert F.SCOPE["hi"] in F.decline_text("hi", ("gita",))
@@ -134,7 +134,7 @@ def test_a_hindi_question_gets_i_dont_know_in_hindi(
 
     monkeypatch.setattr(T, "retrieve", insufficient)
     cfg = PipelineConfig(composer="outline", enable_corpus_fallback=False)
-    with stub_server([reply(MEMORY_REPLY)]) as stub:
+    with stub_server([reply(FALLBACK_REPLY)]) as stub:
         client = ChatClient("stub-model", stub.base_url, cache_path=tmp_path / "llm.sqlite")
         t = T.answer_turn(None, QUESTION, cfg, default_embedder(), None, client)  # type: ignore[arg-type]
         assert stub.requests == []

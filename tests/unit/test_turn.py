@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MEMORY_REPLY, verse
+from conftest import FALLBACK_REPLY, verse
 from llm_stub import DOWN, Stub, reply, stub_server
 
 from citegate.core.config import PipelineConfig
@@ -91,12 +91,12 @@ def test_dropped_disclaimer_is_painted_anyway(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     fake = FakeRetrieval("insufficient", hits=[verse(7, 0.5), verse(8, 0.4999)])
-    dropped = {**MEMORY_REPLY, "disclaimer": ""}
+    dropped = {**FALLBACK_REPLY, "disclaimer": ""}
     t, requests, _ = turn(monkeypatch, tmp_path, [reply(dropped)], fake)
     assert t.fallback is not None and t.fallback.status == "ok"
     assert F.disclaimer_present(t.fallback.model_text, "en") == (False, False)
     assert t.branch == "fallback" and t.text == f"{EN}\n\nArjuna doubts."
-    assert fake.calls[1:] == MEMORY_REPLY["search_queries"]  # every probe searched once
+    assert fake.calls[1:] == FALLBACK_REPLY["search_queries"]  # every probe searched once
     assert [c.fragment_id for c in t.admitted] == [7]  # cosine 0.5 admitted, 0.4999 not
     body = requests[0]
     assert body["response_format"]["type"] == "json_object" and "schema" in body["response_format"]
@@ -110,7 +110,7 @@ def test_out_of_scope_declines_without_searching_again(
     t, _, _ = turn(
         monkeypatch,
         tmp_path,
-        [reply({**MEMORY_REPLY, "in_scope": False})],
+        [reply({**FALLBACK_REPLY, "in_scope": False})],
         fake,
         "Как испечь хлеб?",
     )
@@ -123,7 +123,7 @@ def test_empty_outline_sets_corpus_insufficient(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     fake = FakeRetrieval("answer", notes=[verse(1, 0.8)], hits=[verse(2, 0.6)])
-    t, requests, _ = turn(monkeypatch, tmp_path, [reply({"theses": []}), reply(MEMORY_REPLY)], fake)
+    t, requests, _ = turn(monkeypatch, tmp_path, [reply({"theses": []}), reply(FALLBACK_REPLY)], fake)
     assert t.corpus_insufficient and t.reason == "outline: no theses" and t.branch == "fallback"
     assert t.outline_status == "ok" and len(requests) == 2
     assert "Notes:\n[1] note 1 text" in requests[0]["messages"][1]["content"]
@@ -148,13 +148,13 @@ def test_fallback_switch_per_call_overrides_the_config(
 ) -> None:
     off = PipelineConfig(enable_corpus_fallback=False, fallback_bar="04-run")
     t, requests, _ = turn(
-        monkeypatch, tmp_path, [reply(MEMORY_REPLY)], FakeRetrieval("insufficient"), cfg=off
+        monkeypatch, tmp_path, [reply(FALLBACK_REPLY)], FakeRetrieval("insufficient"), cfg=off
     )
     assert t.branch == "decline" and t.text == F.NOT_FOUND["en"] and requests == []
     t, requests, _ = turn(
         monkeypatch,
         tmp_path,
-        [reply(MEMORY_REPLY)],
+        [reply(FALLBACK_REPLY)],
         FakeRetrieval("insufficient"),
         cfg=off,
         enable_fallback=True,
@@ -163,7 +163,7 @@ def test_fallback_switch_per_call_overrides_the_config(
     t, requests, _ = turn(
         monkeypatch,
         tmp_path,
-        [reply(MEMORY_REPLY)],
+        [reply(FALLBACK_REPLY)],
         FakeRetrieval("insufficient"),
         enable_fallback=False,
     )
@@ -243,7 +243,7 @@ def test_an_unsearchable_probe_is_dropped_not_raised_as_the_question(
         return fake(conn, text, cfg, *rest)
 
     fake = FakeRetrieval("insufficient", hits=[verse(1, 0.9)])
-    bad = {**MEMORY_REPLY, "search_queries": ["] {", "Arjuna doubt", "}"]}
+    bad = {**FALLBACK_REPLY, "search_queries": ["] {", "Arjuna doubt", "}"]}
     monkeypatch.setattr(T, "retrieve", strict)
     with stub_server([reply(bad)]) as stub:
         client = client_for(stub, tmp_path)
@@ -261,7 +261,7 @@ def test_a_fallback_run_on_request_without_a_bar_is_labelled(
     cfg = PipelineConfig(composer="outline", composer_bar="06-run")  # no fallback_bar
     fake = FakeRetrieval("insufficient")
     t, requests, _ = turn(
-        monkeypatch, tmp_path, [reply(MEMORY_REPLY)], fake, cfg=cfg, enable_fallback=True
+        monkeypatch, tmp_path, [reply(FALLBACK_REPLY)], fake, cfg=cfg, enable_fallback=True
     )
     assert t.branch == "fallback" and t.fallback_unvetted and len(requests) == 1
     assert "run on request; it has passed no bar (notebook 04)" in render_turn(t)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MEMORY_REPLY, verse
+from conftest import FALLBACK_REPLY, verse
 from llm_stub import reply, stub_server
 
 from citegate.core.config import PipelineConfig
@@ -94,7 +94,7 @@ def test_the_fallback_branch_streams_the_painted_disclaimer_before_the_answer(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     fake = FakeRetrieval("insufficient", hits=[verse(7, 0.9)])
-    events, whole = streamed(monkeypatch, tmp_path, fake, [reply(MEMORY_REPLY)])
+    events, whole = streamed(monkeypatch, tmp_path, fake, [reply(FALLBACK_REPLY)])
     order = kinds(events)
     assert order[:3] == ["decision", "notes", "disclaimer"] and order[-2:] == ["text", "done"]
     assert set(order[3:-2]) <= {"claim"}
@@ -120,7 +120,7 @@ def test_each_event_prints_as_lines_and_as_one_json_line(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     fake = FakeRetrieval("insufficient", hits=[verse(7, 0.9)])
-    events, _ = streamed(monkeypatch, tmp_path, fake, [reply(MEMORY_REPLY)])
+    events, _ = streamed(monkeypatch, tmp_path, fake, [reply(FALLBACK_REPLY)])
     for e in events:
         line = event_json(e)
         assert "\n" not in line and json.loads(line)["event"] == str(e.kind)

@@ -17,7 +17,7 @@
   for a study's `remote:<id>`;
 - `ChatClient.reachable` asks a remote API for its model list (`GET /models`), cheaply and
   with a short timeout: `citegate models` shows whether each role's model can be reached;
-- `parse_memory_answer` and `ChatClient.structured` turn model output into a typed `MemoryAnswer`,
+- `parse_fallback_reply` and `ChatClient.structured` turn model output into a typed `FallbackReply`,
   with one repair round-trip; bad model output is recorded, never raised.
 
 API keys live only inside the SDK client: they are never stored on our objects, cached or logged,
@@ -439,19 +439,14 @@ def repair_messages(messages: Sequence[Message], broken: str, error: str) -> lis
 
 
 @dataclass(frozen=True)
-class MemoryAnswer:
-    """A memory-only answer: text, queries to verify it against the corpus, scope and disclaimer."""
+class FallbackReply:
+    """The fallback model's reply: an answer from general knowledge, queries to check it against
+    the corpus, whether the question is in scope, and the disclaimer the model copied."""
 
     answer: str
     search_queries: tuple[str, ...]
     disclaimer: str
     in_scope: bool
-
-
-MEMORY_ANSWER_SCHEMA = (
-    '{"answer": string, "search_queries": [string, ...], "disclaimer": string, '
-    '"in_scope": true|false}'
-)
 
 
 def first_json_object(text: str) -> tuple[dict[str, Any] | None, str]:
@@ -479,7 +474,7 @@ def _as_bool(value: Any) -> bool | None:
     return None
 
 
-def parse_memory_answer(text: str) -> tuple[MemoryAnswer | None, str]:
+def parse_fallback_reply(text: str) -> tuple[FallbackReply | None, str]:
     """(answer, "ok") or (None, "parse_failure: <reason>"); never raises on model output.
 
     `answer` (string) and `in_scope` (bool or "true"/"false") are required; `search_queries`
@@ -498,4 +493,4 @@ def parse_memory_answer(text: str) -> tuple[MemoryAnswer | None, str]:
         return None, "parse_failure: 'disclaimer' must be a string"
     if in_scope is None:
         return None, "parse_failure: 'in_scope' must be true or false"
-    return MemoryAnswer(answer, tuple(queries), disclaimer, in_scope), "ok"
+    return FallbackReply(answer, tuple(queries), disclaimer, in_scope), "ok"

@@ -4,7 +4,7 @@ A turn (`turn.answer_turn`) is `retrieve` → coverage gate → outline planner 
 corpus is *insufficient* when the gate bails out or the planner finds no thesis the notes support.
 Then, behind `enable_corpus_fallback` (a `PipelineConfig` field, overridable per call):
 
-- the fallback model answers from general knowledge in the user's language, as a `MemoryAnswer
+- the fallback model answers from general knowledge in the user's language, as a `FallbackReply
   {answer, search_queries, disclaimer, in_scope}` (one repair round-trip on bad JSON);
 - `in_scope` false → a polite decline, and nothing is searched again;
 - otherwise the 3–5 probes (`search_queries`) are checked as untrusted text (`model_output`:
@@ -12,7 +12,7 @@ Then, behind `enable_corpus_fallback` (a `PipelineConfig` field, overridable per
   searched through the same retrieval code, and only chunks with cosine ≥ `fallback_admission`
   are admitted as optional citations;
 - the disclaimer the user sees is painted by the server from a fixed per-language string,
-  whatever the model wrote: models were seen to drop it (notebook 04 measures how often).
+  whatever the model wrote: a model may drop or reword it (notebook 04 measures how often).
 
 Bad model output is recorded on the result, never raised. A failed model call (server down,
 HTTP error) is model *error*, not model behaviour: the fallback branch is `error`, never
@@ -33,7 +33,13 @@ from citegate.core.errors import is_model_error
 from citegate.core.text import detect_language
 from citegate.core.types import Branch, CallStatus, Candidate, Status
 from citegate.corpus.builds import parent_build
-from citegate.models.llm import ChatClient, ChatResult, LLMError, MemoryAnswer, parse_memory_answer
+from citegate.models.llm import (
+    ChatClient,
+    ChatResult,
+    FallbackReply,
+    LLMError,
+    parse_fallback_reply,
+)
 from citegate.pipeline.llm_calls import DEFAULT_OPTIONS, CallOptions, parse_lenient, response_format
 from citegate.pipeline.model_output import Dropped, keep_queries
 
@@ -99,14 +105,21 @@ Search = Callable[[str], Sequence[Candidate]]
 # --------------------------------------------------------------------------- language, disclaimer
 
 
-def supported(lang: str) -> str:
-    """The language itself when it has fixed strings, else 'en'."""
+def fixed_strings_language(lang: str) -> str:
+    """The language whose fixed strings (disclaimer, decline, "I don't know") a reply in `lang`
+    uses: `lang` itself when citegate has them (en, ru, hi), else 'en'."""
     return lang if lang in DISCLAIMERS else "en"
+
+
+# The same function under the name pipeline/turn.py, pipeline/compose.py and
+# studies/{faithfulness,memory}/run.py import; it goes when they import fixed_strings_language
+# ("supported" is a claim's verdict: docs/pages/glossary.md).
+supported = fixed_strings_language
 
 
 def disclaimer_for(lang: str) -> str:
     """The mandated disclaimer of a language (English for any other language)."""
-    return DISCLAIMERS[supported(lang)]
+    return DISCLAIMERS[fixed_strings_language(lang)]
 
 
 def normalize(text: str) -> str:
@@ -122,13 +135,13 @@ def disclaimer_present(model_text: str, lang: str) -> tuple[bool, bool]:
     exact = want in (model_text or "")
     norm_text = normalize(model_text)
     words = norm_text.split()
-    keys = DISCLAIMER_KEYS[supported(lang)]
+    keys = DISCLAIMER_KEYS[fixed_strings_language(lang)]
     keyed = all(any(w.startswith(k) for w in words) for k in keys)
     return exact, exact or normalize(want) in norm_text or keyed
 
 
 def paint(answer: str, lang: str) -> str:
-    """What the user sees for a memory answer: the fixed disclaimer, a blank line, the answer
+    """What the user sees for a fallback answer: the fixed disclaimer, a blank line, the answer
     (a verbatim copy of the disclaimer at the answer's start is dropped, so it shows once)."""
     disclaimer = disclaimer_for(lang)
     body = (answer or "").strip()
@@ -141,7 +154,7 @@ def decline_scope(lang: str, corpora: Sequence[str] = ()) -> str:
     """What a decline says the assistant covers, in `lang`: the described scope of the corpora
     searched when each has one (`CORPUS_SCOPES`), else their names (`SEARCHED`), else "the
     sources searched" (`SEARCHED_NONE`: no corpus named)."""
-    lang = supported(lang)
+    lang = fixed_strings_language(lang)
     names = list(dict.fromkeys(corpora))
     if not names:
         return SEARCHED_NONE[lang]
@@ -154,14 +167,14 @@ def decline_scope(lang: str, corpora: Sequence[str] = ()) -> str:
 def decline_text(lang: str, corpora: Sequence[str] = ()) -> str:
     """The polite out-of-scope decline in the user's language, naming what the searched
     `corpora` cover (`decline_scope`)."""
-    lang = supported(lang)
+    lang = fixed_strings_language(lang)
     return DECLINES[lang].format(scope=decline_scope(lang, corpora))
 
 
 # --------------------------------------------------------------------------- fallback prompt
 
 
-def memory_schema(variant: str) -> dict[str, Any]:
+def fallback_reply_schema(variant: str) -> dict[str, Any]:
     """JSON schema of the reply (no `disclaimer` field when the variant does not ask for one).
     Scope and disclaimer come first, so a reply cut by `max_tokens` loses probes, not those;
     lengths are bounded so a small model cannot run on inside one string."""
@@ -181,10 +194,10 @@ def memory_schema(variant: str) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": list(props)}
 
 
-def parse_reply(text: str) -> tuple[MemoryAnswer | None, str]:
-    """`parse_memory_answer`, retried with raw control characters turned into spaces
+def parse_reply(text: str) -> tuple[FallbackReply | None, str]:
+    """`parse_fallback_reply`, retried with raw control characters turned into spaces
     (`parse_lenient`)."""
-    return parse_lenient(parse_memory_answer, text)
+    return parse_lenient(parse_fallback_reply, text)
 
 
 def fallback_messages(question: str, lang: str, variant: str) -> list[dict[str, str]]:
@@ -192,7 +205,7 @@ def fallback_messages(question: str, lang: str, variant: str) -> list[dict[str, 
     `asked_painted` (copy it; the server already shows it), `not_asked` (no disclaimer)."""
     if variant not in PROMPT_VARIANTS:
         raise ValueError(f"unknown prompt variant {variant!r}; known: {PROMPT_VARIANTS}")
-    lang = supported(lang)
+    lang = fixed_strings_language(lang)
     fields = '"in_scope": true|false'
     if variant != "not_asked":
         fields += ', "disclaimer": string'
@@ -217,7 +230,7 @@ def fallback_messages(question: str, lang: str, variant: str) -> list[dict[str, 
 
 @dataclass(frozen=True)
 class FallbackAnswer:
-    """One fallback call: the parsed `MemoryAnswer` (None on failure), the parse status (ok,
+    """One fallback call: the parsed `FallbackReply` (None on failure), the parse status (ok,
     repaired, parse_failure: ..., llm_error: ...; `outcome` reads its kind and detail), the
     model's final raw text, and its calls."""
 
@@ -225,7 +238,7 @@ class FallbackAnswer:
     lang: str
     variant: str
     model: str
-    value: MemoryAnswer | None
+    value: FallbackReply | None
     status: str
     text: str
     calls: tuple[ChatResult, ...] = ()
@@ -281,10 +294,10 @@ class FallbackAnswer:
             return self.value.answer.strip()
         found = re.search(r'"answer"\s*:\s*"((?:[^"\\]|\\.)*)"', self.text)
         if found:
-            return _json_string(found.group(1)).strip() or NO_ANSWER[supported(self.lang)]
+            return _json_string(found.group(1)).strip() or NO_ANSWER[fixed_strings_language(self.lang)]
         if self.text.strip() and "{" not in self.text:
             return self.text.strip()
-        return NO_ANSWER[supported(self.lang)]
+        return NO_ANSWER[fixed_strings_language(self.lang)]
 
     @property
     def model_text(self) -> str:
@@ -327,10 +340,10 @@ def ask_fallback(
     """Ask the fallback model (one repair on bad JSON) with `options` (prompt variant, token cap,
     JSON mode). Never raises on model output; a call that fails for good is recorded as status
     `llm_error: ...`."""
-    lang = supported(lang or detect_language(question))
+    lang = fixed_strings_language(lang or detect_language(question))
     variant = options.variant
     messages = fallback_messages(question, lang, variant)
-    fmt = response_format(client, memory_schema(variant), options.json_mode)
+    fmt = response_format(client, fallback_reply_schema(variant), options.json_mode)
     try:
         res = client.structured(
             messages, parse_reply, max_tokens=options.max_tokens, response_format=fmt
@@ -386,7 +399,7 @@ def fallback_turn(
     out of scope, naming what the searched `corpora` cover (`decline_text`); else search every
     probe with `search` and admit hits at cosine ≥ `admission`; paint the disclaimer. A failed
     call gives branch `error` with no text: there is no answer to paint."""
-    lang = supported(lang or detect_language(question))
+    lang = fixed_strings_language(lang or detect_language(question))
     fa = ask_fallback(client, question, lang, options)
     if is_model_error(fa.status):
         return FallbackTurn(Branch.ERROR, "", "", (), (), (), fa)
@@ -427,7 +440,7 @@ __all__ = [
     "disclaimer_present",
     "fallback_messages",
     "fallback_turn",
-    "memory_schema",
+    "fallback_reply_schema",
     "paint",
     "parse_reply",
     "supported",

@@ -21,7 +21,7 @@ from citegate.core.types import Candidate
 from citegate.models.embed import Embedder, default_embedder
 from citegate.models.gate_model import LearnedGate
 from citegate.pipeline.decide import learned_decision
-from citegate.pipeline.fallback import supported
+from citegate.pipeline.fallback import fixed_strings_language
 from citegate.pipeline.retrieve import replay
 from citegate.pipeline.roles import RoleClients
 from citegate.pipeline.signals import index_facts
@@ -118,7 +118,7 @@ def _cites_gold(
     roles: RoleClients,
 ) -> bool:
     """Whether a kept claim of the turn's answer over `notes` cites a gold fragment."""
-    lang = supported(detect_language(question))
+    lang = fixed_strings_language(detect_language(question))
     g, _ = grounded_answer(question, lang, notes, cfg, emb, roles)
     if g.check is None:
         return False
