@@ -199,7 +199,7 @@ def fingerprint(url: str) -> tuple[object, ...]:
         notes = c.execute(
             "SELECT count(*), md5(coalesce(string_agg(corpus || note_key || source || "
             "content_hash, ',' ORDER BY corpus, note_key), '')), "
-            "(SELECT count(*) FROM attribution_units) FROM attributions"
+            "(SELECT count(*) FROM curated_note_units) FROM curated_notes"
         ).fetchone()
     return (frags, tuple(origins), notes)
 

@@ -17,6 +17,7 @@ from citegate.core.config import DESIGN
 from citegate.core.config_files import production
 from citegate.core.errors import ConfigError
 from citegate.corpus.memory_questions import DEMO_NOTES
+from citegate.corpus.notes import source_name
 from citegate.store import db
 from citegate.tracking.reports import browser_check, chromium
 from citegate.tracking.runner import run_experiment
@@ -173,7 +174,7 @@ def forget_demo_notes(url: str) -> None:
     """Notebook 07 imports the demo notes into the shared demo database: remove them, so no
     other test retrieving from it meets a curated note."""
     with db.connect(url) as conn:
-        conn.execute("DELETE FROM attributions WHERE source = %s", (DEMO_NOTES.name,))
+        conn.execute("DELETE FROM curated_notes WHERE source = %s", (source_name(DEMO_NOTES),))
         conn.commit()
 
 

@@ -1,5 +1,5 @@
 """Curated notes in PostgreSQL (`store.memory`): import all or nothing, refusals that leave the
-database as it was, --replace, list/show/remove, and the notes lane (the command line:
+database as it was, --replace, list/show/remove, and the curated-note lane (the command line:
 test_memory_cli.py)."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def test_import_writes_notes_and_their_units_and_an_identical_reimport_writes_no
     with db.connect(url) as conn:
         rep = import_notes(conn, nf, emb)
         assert (rep.written, rep.unchanged, rep.units) == (2, False, 5)  # 3 triggers + 2 bodies
-        dims = conn.execute("SELECT DISTINCT vector_dims(embedding) FROM attribution_units")
+        dims = conn.execute("SELECT DISTINCT vector_dims(embedding) FROM curated_note_units")
         assert [r[0] for r in dims] == [384]
         digest = notes_digest(conn, ["tiny"], emb.id)
         again = import_notes(conn, nf, emb)
@@ -109,7 +109,7 @@ def test_replace_removes_notes_gone_from_the_file(tiny: tuple[str, str], tmp_pat
         rep = import_notes(conn, read_notes(write_file(tmp_path, one)), emb, replace=True)
         assert (rep.written, rep.replaced, rep.removed) == (1, 1, 1)
         assert [n.key for n in list_notes(conn)] == ["eternal-self"]
-        units = conn.execute("SELECT count(*) FROM attribution_units").fetchone()[0]
+        units = conn.execute("SELECT count(*) FROM curated_note_units").fetchone()[0]
         assert units == 3  # the removed note's units went with it
 
 
@@ -163,7 +163,7 @@ def test_control_and_bidi_characters_are_stored_as_written(
     with db.connect(url) as conn:
         import_notes(conn, read_notes(write_file(tmp_path, text)), default_embedder())
         assert get_note(conn, "tiny", "eternal-self").body == body
-        stored = conn.execute("SELECT text FROM attribution_units WHERE unit = 'body'").fetchall()
+        stored = conn.execute("SELECT text FROM curated_note_units WHERE unit = 'body'").fetchall()
         assert (body,) in stored
 
 
@@ -188,3 +188,50 @@ def test_migration_refuses_an_old_attributions_table_that_holds_rows(fresh_db: s
         pass
     with psycopg.connect(fresh_db) as c:
         assert c.execute("SELECT count(*) FROM attributions").fetchone()[0] == 1
+
+
+def test_migration_009_renames_the_note_tables_and_keeps_every_row(fresh_db: str) -> None:
+    """A database at 008 holding a note and its unit: after 009 the same rows (same ids) are in
+    `curated_notes` and `curated_note_units`, a new note takes the next id, and no table,
+    sequence, index or constraint keeps the name `attribution`."""
+    from citegate.core import paths
+
+    with psycopg.connect(fresh_db, autocommit=True) as c:
+        c.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+        c.execute("CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at "
+                  "timestamptz NOT NULL DEFAULT now())")  # fmt: skip
+        for f in sorted(paths.MIGRATIONS.glob("00[1-8]_*.sql")):
+            c.execute(f.read_text(encoding="utf-8"))
+            c.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (f.stem,))
+        c.execute("INSERT INTO embedders (id, dim) VALUES ('e', 2)")
+        note_id = c.execute(
+            "INSERT INTO attributions (note_key, corpus, kind, lang, triggers, body, cites, "
+            "author, written, source, content_hash) VALUES ('k', 'gita', 'pinned', 'en', "
+            "'{a trigger}', 'a body', '{BG 2.13}', 'editors', '2026-01-01', 'f.yaml', %s) "
+            "RETURNING id",
+            ("0" * 64,),
+        ).fetchone()[0]
+        c.execute(
+            "INSERT INTO attribution_units (attribution_id, unit, ord, text, embedder_id, dim, "
+            "embedding) VALUES (%s, 'trigger', 0, 'a trigger', 'e', 2, '[1,0]')",
+            (note_id,),
+        )
+    with db.connect(fresh_db) as conn:
+        row = conn.execute("SELECT id, note_key, body FROM curated_notes").fetchall()
+        assert row == [(note_id, "k", "a body")]
+        units = conn.execute("SELECT note_id, text FROM curated_note_units").fetchall()
+        assert units == [(note_id, "a trigger")]
+        new_id = conn.execute(
+            "INSERT INTO curated_notes (note_key, corpus, kind, lang, triggers, body, cites, "
+            "author, written, source, content_hash) VALUES ('k2', 'gita', 'memory', 'en', "
+            "'{t}', 'b', '{}', 'editors', '2026-01-01', 'f.yaml', %s) RETURNING id",
+            ("1" * 64,),
+        ).fetchone()[0]
+        assert new_id > note_id
+        names = conn.execute(
+            "SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace "
+            "UNION ALL SELECT conname FROM pg_constraint "
+            "WHERE connamespace = 'public'::regnamespace"
+        ).fetchall()
+        assert not [n for (n,) in names if "attribution" in n]
+        assert {"curated_notes_pkey", "curated_note_units_note_id_fkey"} <= {n for (n,) in names}

@@ -5,7 +5,7 @@ model file the config names, digest checked: `load_reranker`), its learned gate 
 passed to `retrieve` so the decision is timed in its `gate` stage) and its memory setting are
 kept; only `corpora` (the synthetic corpus) and `embedder` (the bench's query-vector id) are
 replaced. Memory stays as production has it: the synthetic database holds no notes, so the
-notes lane finds nothing and the policy is the wide one (its query is still timed)."""
+curated-note lane finds nothing and the policy is the wide one (its query is still timed)."""
 
 from __future__ import annotations
 

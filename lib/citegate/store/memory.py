@@ -1,15 +1,15 @@
-"""Curated notes in PostgreSQL: import (all-or-nothing), list, show, remove, and the notes lane.
+"""Curated notes in PostgreSQL: import (all or nothing), list, show, remove, the curated-note lane.
 
-`import_notes` stores a notes file (`corpus.notes.read_notes`) in `attributions`, one row per
+`import_notes` stores a notes file (`corpus.notes.read_notes`) in `curated_notes`, one row per
 note, and each note's trigger phrases (embedded as queries: they are phrased as questions) and
-body chunks (as passages) in `attribution_units`, per embedder. Everything is checked first —
+body chunks (as passages) in `curated_note_units`, per embedder. Everything is checked first —
 the corpus holds fragments, every cited address is one of its fragments', no note of another
 source or changed content is overwritten without `replace` — and written in one transaction,
 so a refused or failed import leaves the database as it was. Re-importing an unchanged file
 writes nothing; the embedder's own cache makes a re-import after `--replace` cheap.
 
-`note_hits` is the lane: every note of the searched corpora with its best cosine over its
-units, an exact scan (a curated table holds hundreds of rows, not millions).
+`note_hits` is the curated-note lane: every note of the searched corpora with its best cosine over
+its units, an exact scan (a curated table holds hundreds of rows, not millions).
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def _check_cites(conn: psycopg.Connection, nf: NoteFile, embedder_id: str) -> No
 def _stored(conn: psycopg.Connection, corpus: str) -> dict[str, tuple[int, str, str]]:
     """note key -> (row id, source, content hash) of what the corpus's notes hold now."""
     rows = conn.execute(
-        "SELECT note_key, id, source, content_hash FROM attributions WHERE corpus = %s", (corpus,)
+        "SELECT note_key, id, source, content_hash FROM curated_notes WHERE corpus = %s", (corpus,)
     )
     return {k: (i, s, h) for k, i, s, h in rows}
 
@@ -141,8 +141,8 @@ def _refuse_overwrite(nf: NoteFile, stored: dict[str, tuple[int, str, str]]) -> 
 
 def _has_units(conn: psycopg.Connection, ids: Sequence[int], embedder_id: str) -> set[int]:
     rows = conn.execute(
-        "SELECT DISTINCT attribution_id FROM attribution_units "
-        "WHERE embedder_id = %s AND attribution_id = ANY(%s)",
+        "SELECT DISTINCT note_id FROM curated_note_units "
+        "WHERE embedder_id = %s AND note_id = ANY(%s)",
         (embedder_id, list(ids)),
     )
     return {r[0] for r in rows}
@@ -152,7 +152,7 @@ def _insert_units(conn: psycopg.Connection, note_id: int, units: _Units, embedde
     dim = int(units.vectors.shape[1])
     with conn.cursor() as cur:
         cur.executemany(
-            "INSERT INTO attribution_units (attribution_id, unit, ord, text, embedder_id, dim, "
+            "INSERT INTO curated_note_units (note_id, unit, ord, text, embedder_id, dim, "
             "embedding) VALUES (%s, %s, %s, %s, %s, %s, %s)",
             [
                 (note_id, u, o, t, embedder_id, dim, v)
@@ -163,7 +163,7 @@ def _insert_units(conn: psycopg.Connection, note_id: int, units: _Units, embedde
 
 def _insert_note(conn: psycopg.Connection, n: Note) -> int:
     row = conn.execute(
-        f"INSERT INTO attributions ({_NOTE_COLUMNS}, content_hash) "
+        f"INSERT INTO curated_notes ({_NOTE_COLUMNS}, content_hash) "
         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
         (n.key, n.corpus, str(n.kind), n.lang, list(n.triggers), n.body, list(n.cites),
          n.author, n.written, n.source, n.content_hash()),
@@ -195,7 +195,7 @@ def import_notes(
         keys = {n.key for n in nf.notes}
         doomed = (mine | keys) & set(stored)
         conn.execute(
-            "DELETE FROM attributions WHERE corpus = %s AND note_key = ANY(%s)",
+            "DELETE FROM curated_notes WHERE corpus = %s AND note_key = ANY(%s)",
             (nf.corpus, sorted(doomed)),
         )
         for n, u in zip(nf.notes, units, strict=True):
@@ -242,7 +242,7 @@ def list_notes(
 ) -> list[Note]:
     """The stored notes (of one corpus, of one kind), by corpus and key."""
     rows = conn.execute(
-        f"SELECT {_NOTE_COLUMNS} FROM attributions WHERE (%(c)s::text IS NULL OR corpus = %(c)s) "
+        f"SELECT {_NOTE_COLUMNS} FROM curated_notes WHERE (%(c)s::text IS NULL OR corpus = %(c)s) "
         "AND (%(k)s::text IS NULL OR kind = %(k)s) ORDER BY corpus, note_key",
         {"c": corpus, "k": kind},
     )
@@ -252,7 +252,7 @@ def list_notes(
 def get_note(conn: psycopg.Connection, corpus: str, key: str) -> Note:
     """One stored note; an `InputError` when the corpus holds no note of that key."""
     row = conn.execute(
-        f"SELECT {_NOTE_COLUMNS} FROM attributions WHERE corpus = %s AND note_key = %s",
+        f"SELECT {_NOTE_COLUMNS} FROM curated_notes WHERE corpus = %s AND note_key = %s",
         (corpus, key),
     ).fetchone()
     if row is None:
@@ -279,7 +279,7 @@ def remove_notes(
                 )
             doomed |= of_source
         conn.execute(
-            "DELETE FROM attributions WHERE corpus = %s AND note_key = ANY(%s)",
+            "DELETE FROM curated_notes WHERE corpus = %s AND note_key = ANY(%s)",
             (corpus, sorted(doomed)),
         )
     return len(doomed)
@@ -289,9 +289,9 @@ def notes_digest(conn: psycopg.Connection, corpora: Sequence[str], embedder_id: 
     """The identity of the stored notes of `corpora` with units for `embedder_id` ("" when
     there are none): a cache key that changes with any import or removal."""
     rows = conn.execute(
-        "SELECT a.corpus, a.note_key, a.content_hash, count(u.id) FROM attributions a "
-        "JOIN attribution_units u ON u.attribution_id = a.id AND u.embedder_id = %s "
-        "WHERE a.corpus = ANY(%s) GROUP BY a.id ORDER BY a.corpus, a.note_key",
+        "SELECT n.corpus, n.note_key, n.content_hash, count(u.id) FROM curated_notes n "
+        "JOIN curated_note_units u ON u.note_id = n.id AND u.embedder_id = %s "
+        "WHERE n.corpus = ANY(%s) GROUP BY n.id ORDER BY n.corpus, n.note_key",
         (embedder_id, list(corpora)),
     ).fetchall()
     if not rows:
@@ -306,10 +306,10 @@ def note_hits(
     query vector over its units (and over its triggers and body apart), best first, ties by
     key."""
     rows = conn.execute(
-        f"SELECT a.id, {', '.join('a.' + c for c in _NOTE_COLUMNS.split(', '))}, u.unit, u.text, "
+        f"SELECT n.id, {', '.join('n.' + c for c in _NOTE_COLUMNS.split(', '))}, u.unit, u.text, "
         "1 - (u.embedding <=> %(q)s::vector) AS sim "
-        "FROM attributions a JOIN attribution_units u ON u.attribution_id = a.id "
-        "WHERE a.corpus = ANY(%(c)s) AND u.embedder_id = %(e)s AND u.dim = %(d)s",
+        "FROM curated_notes n JOIN curated_note_units u ON u.note_id = n.id "
+        "WHERE n.corpus = ANY(%(c)s) AND u.embedder_id = %(e)s AND u.dim = %(d)s",
         {"q": np.asarray(qvec, dtype=np.float32), "c": list(corpora), "e": embedder_id,
          "d": int(len(qvec))},
     ).fetchall()  # fmt: skip
