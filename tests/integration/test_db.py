@@ -325,7 +325,7 @@ def test_a_new_embedded_server_runs_with_the_machines_sizing(
             (pgdata / db.HANDLE_FILE).write_text(json.dumps([os.getpid(), 1]), encoding="utf-8")
             assert db.size_embedded(db._SERVERS[str(pgdata.resolve())], pgdata) == []
             assert sizing.apply_sizing(c, bigger) == ["shared_buffers"]
-            c.execute("SELECT 1")  # the reload reaches this session between statements
+            c.execute("SELECT 1")  # the reload reaches this connection between statements
             states = {st.name: st for st in sizing.states(c, bigger)}
             assert states["shared_buffers"].pending_restart and not states["shared_buffers"].ok
     finally:

@@ -414,7 +414,7 @@ def test_a_second_concurrent_ingest_of_one_folder_waits_and_reports_the_rows_unc
     assert entered.wait(30)
     second = threading.Thread(target=run, args=("second", embedder))
     second.start()
-    second.join(2)  # before the fix it ran to the end here, writing what the first then skipped
+    second.join(2)  # unserialized, it would run to the end here, writing what the first skips
     gate.set()
     first.join(60)
     second.join(60)

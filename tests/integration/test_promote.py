@@ -77,13 +77,13 @@ def crafted_run(
 @pytest.mark.db
 def test_accept_refuse_force_and_rollback(env: Path, tmp_path: Path) -> None:
     original = env.read_bytes()
-    v0 = read_production(env)["version"]
+    start = read_production(env)["version"]
     harmless = P.promote(crafted_run(tmp_path, fallback_admission=0.55))
     assert harmless.accepted and not harmless.forced
     assert [c[0] for c in harmless.changes] == ["fallback_admission"]
     after_first = env.read_bytes()
     doc = read_production(env)
-    assert doc["version"] == v0 + 1
+    assert doc["version"] == start + 1
     assert doc["pipeline"]["fallback_admission"] == 0.55
     assert doc["provenance"]["source_run"] and "recall_at_16" in doc["accepted_on"]
     assert {"false_answer_rate.out_of_corpus", "gate_auroc.out_of_scope"} <= set(doc["accepted_on"])
@@ -117,8 +117,8 @@ def test_provenance_names_the_reranker_the_recommendation_was_measured_with(
     env: Path, tmp_path: Path
 ) -> None:
     """A recommended arm (notebook 01) ranked with its own config's reranker, not the run's main
-    one (v6's provenance said `none` for an arm that ranked with LTR); a run without an arm keeps
-    its own tag."""
+    one (an arm that ranked with LTR in a run whose main reranker is `none` is recorded as LTR); a
+    run without an arm keeps its own tag."""
     llm = "llm/smollm2-135m-yes-prob"
     arm = crafted_run(tmp_path, why={"arm": "llm_rerank"}, tags={"reranker": "none"}, reranker=llm)
     assert registry.recommended_from_run(arm).facts["run_reranker"] == llm
@@ -508,13 +508,13 @@ def test_a_run_failed_in_mlflow_is_never_promoted(env: Path, tmp_path: Path) -> 
 def test_a_promotion_after_a_rollback_never_reuses_a_version_number(
     env: Path, tmp_path: Path
 ) -> None:
-    v0 = read_production(env)["version"]
+    start = read_production(env)["version"]
     assert P.promote(crafted_run(tmp_path, fallback_admission=0.55)).accepted
-    assert read_production(env)["version"] == v0 + 1
+    assert read_production(env)["version"] == start + 1
     P.rollback()
-    assert read_production(env)["version"] == v0
+    assert read_production(env)["version"] == start
     assert P.promote(crafted_run(tmp_path, fallback_admission=0.56)).accepted
-    assert read_production(env)["version"] == v0 + 2  # not a second, different "v0 + 1"
+    assert read_production(env)["version"] == start + 2  # not a second, different "start + 1"
 
 
 @pytest.mark.db

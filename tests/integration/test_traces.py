@@ -26,7 +26,7 @@ from citegate.tracking.recorder import CONFIG_FILE, DATASETS_FILE, Recorder
 
 pytestmark = pytest.mark.db
 
-CORPUS = "gita-mini"  # a name the builds module knows, so the old key (corpus build) is computable
+CORPUS = "gita-mini"  # a name the builds module knows, so its build id (`builds.build_id`) exists
 TOPICS = {
     "bread": "To bake sourdough bread, feed the starter, knead the dough and bake it hot.",
     "river": "The Volga is the longest river in Europe and flows into the Caspian Sea.",

@@ -116,11 +116,11 @@ def test_ranks_not_scores_decide_the_top_16() -> None:
 
 def test_reserves_admit_a_verse_at_041_not_039() -> None:
     top = [cand(0.9, kind="commentary", rerank=1.0) for _ in range(16)]
-    v41, v39 = cand(0.41, rerank=0.0), cand(0.39, rerank=0.5)
-    extra = reserves(top, [v39, v41], CFG)
-    assert extra == [v41]
-    notes, stage = cut([*top, v39, v41], CFG)
-    assert stage[v41.fragment_id] == "kept:reserve" and stage[v39.fragment_id] == "dropped:top_k"
+    at_041, at_039 = cand(0.41, rerank=0.0), cand(0.39, rerank=0.5)
+    extra = reserves(top, [at_039, at_041], CFG)
+    assert extra == [at_041]
+    notes, stage = cut([*top, at_039, at_041], CFG)
+    assert stage[at_041.fragment_id] == "kept:reserve" and stage[at_039.fragment_id] == "dropped:top_k"
     assert len(notes) == 17
 
 

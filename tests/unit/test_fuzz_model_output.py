@@ -158,9 +158,10 @@ def test_probes_from_arbitrary_reply_text(reply: str) -> None:
     assert isinstance(fa.answer, str)
 
 
-def test_the_production_crash_probe_is_dropped_not_raised() -> None:
-    """A fallback reply whose probes include "] {" used to raise `QuestionError` from the probe
-    search, ending the user's turn as if their question were unusable."""
+def test_a_probe_that_is_no_query_is_dropped_not_raised() -> None:
+    """A fallback reply whose probes include "] {" has that probe dropped, never raised as a
+    `QuestionError` from the probe search (which would end the user's turn as if their question
+    were unusable)."""
     reply = {
         "in_scope": True,
         "answer": "Arjuna is the archer prince.",

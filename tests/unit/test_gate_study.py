@@ -405,7 +405,7 @@ def test_corpora_conclusion_contrasts_the_corpora_from_their_numbers() -> None:
 def test_corpora_parameter_is_checked() -> None:
     gs.check_corpora({"gita-split": {"gita-split": "gita-split"}}, "gita-split")
     with pytest.raises(ConfigError, match="'gita-split' must map question sets"):
-        gs.check_corpora({"gita-split": "gita-split"}, "gita-split")  # the old SETS shape
+        gs.check_corpora({"gita-split": "gita-split"}, "gita-split")  # a name, not a mapping
     with pytest.raises(ConfigError, match="'xquad-split' is not among"):
         gs.check_corpora({"gita-split": {"gita-split": "gita-split"}}, "xquad-split")
 

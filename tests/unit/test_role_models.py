@@ -147,7 +147,7 @@ def test_a_per_call_model_choice_keeps_working(no_keys: pytest.MonkeyPatch) -> N
     no_keys.setenv("OPENAI_API_KEY", "sk-test-choice-0000")
     assert chosen_model("gpt-4o") == "openai/gpt-4o"
     no_keys.setenv("OPENROUTER_API_KEY", "sk-or-test-choice-0000")
-    assert chosen_model("vendor/x") == "openrouter/vendor/x"  # OpenRouter first, as before
+    assert chosen_model("vendor/x") == "openrouter/vendor/x"  # both keys set: OpenRouter first
     roles = RoleClients(DESIGN, override=chosen_model("vendor/x"))
     assert set(roles.models().values()) == {"openrouter/vendor/x"}
 

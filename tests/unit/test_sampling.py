@@ -1,5 +1,6 @@
-"""The one salted-hash sampler: every split and sample keeps the draw it had before the
-de-duplication (values below were computed with the five former copies)."""
+"""The one salted-hash sampler: a split or a sample is a pure function of its salt and its items,
+and the values below pin the draws every split and sample makes, so a change to the sampler
+shows here."""
 
 from __future__ import annotations
 
@@ -99,8 +100,8 @@ def test_ltr_pick_questions_unchanged() -> None:
 
 
 def test_question_set_splits_unchanged(tmp_path: Path) -> None:
-    """Every built question set (which carries each question's split) has its old digest; built
-    without label audits (an empty folder), which add fields but move no question."""
+    """Every built question set (which carries each question's split) has the digest pinned
+    here; built without label audits (an empty folder), which add fields but move no question."""
     sets = questions.build_sets(audits=tmp_path)
     assert {n: s.digest[:16] for n, s in sets.items()} == {
         "gita": "765ca4b169acfd51",

@@ -64,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=[],
         choices=list(OPTIONAL_FEATURES),
         help="optional pair features to train on beside the default ones (a model file names its "
-        "features, so models trained without them keep scoring as before)",
+        "features, so a model trained without them scores on the features it was trained on)",
     )
     t.add_argument(
         "--lexical-backend",

@@ -237,10 +237,10 @@ def _romanised_words(text: str) -> list[str]:
     return out
 
 
-# A searched set of this many fragments or more makes the unbudgeted PostgreSQL lane slow:
-# `citegate bench-scale` (2 cores, mixtures corpus) measured a full retrieve at p50 336 ms / p95
-# 999 ms at 100k fragments and 2.8 s / 10.8 s at 1M, against 62 / 73 ms and 165 / 194 ms with
-# `lexical_backend: bm25`. The backend is not switched by size the way the dense graph is: the
+# A searched set of this many fragments or more makes the unbudgeted PostgreSQL lane slow: a
+# full retrieve takes p50 336 ms / p95 999 ms at 100k fragments and 2.8 s / 10.8 s at 1M, against
+# 62 / 73 ms and 165 / 194 ms with `lexical_backend: bm25` (`citegate bench-scale`, 2 cores,
+# mixtures corpus). The backend is not switched by size the way the dense graph is: the
 # lane feeds the gate's signals, so a switch needs the gate re-fit on its traces; `citegate
 # doctor` says so instead (`lexical_advice`).
 SLOW_LEXICAL_ROWS = 100_000
@@ -358,8 +358,8 @@ def named(
 ) -> list[LaneHit]:
     """The named lane: the fragments of the verses the question names spelled out (in the order
     named, verses before other kinds, then by id), tagged `address:named`. A lane of its own, so
-    a replay that does not pin spelled-out names sees the other lanes exactly as before
-    (`cut.lane_view`)."""
+    a replay that does not pin spelled-out names sees the other lanes exactly as they are without
+    it (`cut.lane_view`)."""
     labels = spelled_labels(question)
     if not labels:
         return []

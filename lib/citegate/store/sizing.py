@@ -187,7 +187,7 @@ def pending_restart(conn: psycopg.Connection) -> list[str]:
 
 
 def reload_conf(conn: psycopg.Connection, timeout_s: float = 10.0) -> None:
-    """Reload the server's configuration and wait until this session has re-read it (the
+    """Reload the server's configuration and wait until this connection has re-read it (the
     reload is a signal: until then `pg_settings` still shows the old state)."""
     before = conn.execute("SELECT pg_conf_load_time()").fetchone()[0]
     conn.execute("SELECT pg_reload_conf()")
