@@ -19,8 +19,8 @@ from citegate.models.llm import (
     OPENROUTER_BASE_URL,
     OPENROUTER_DEFAULT_MODEL,
     ChatClient,
-    LLMError,
     FallbackReply,
+    LLMError,
     parse_fallback_reply,
     url_kind,
 )

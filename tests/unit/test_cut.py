@@ -120,7 +120,9 @@ def test_reserves_admit_a_verse_at_041_not_039() -> None:
     extra = reserves(top, [at_039, at_041], CFG)
     assert extra == [at_041]
     notes, stage = cut([*top, at_039, at_041], CFG)
-    assert stage[at_041.fragment_id] == "kept:reserve" and stage[at_039.fragment_id] == "dropped:top_k"
+    assert (
+        stage[at_041.fragment_id] == "kept:reserve" and stage[at_039.fragment_id] == "dropped:top_k"
+    )
     assert len(notes) == 17
 
 

@@ -123,7 +123,9 @@ def test_empty_outline_sets_corpus_insufficient(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     fake = FakeRetrieval("answer", notes=[verse(1, 0.8)], hits=[verse(2, 0.6)])
-    t, requests, _ = turn(monkeypatch, tmp_path, [reply({"theses": []}), reply(FALLBACK_REPLY)], fake)
+    t, requests, _ = turn(
+        monkeypatch, tmp_path, [reply({"theses": []}), reply(FALLBACK_REPLY)], fake
+    )
     assert t.corpus_insufficient and t.reason == "outline: no theses" and t.branch == "fallback"
     assert t.outline_status == "ok" and len(requests) == 2
     assert "Notes:\n[1] note 1 text" in requests[0]["messages"][1]["content"]

@@ -294,7 +294,9 @@ class FallbackAnswer:
             return self.value.answer.strip()
         found = re.search(r'"answer"\s*:\s*"((?:[^"\\]|\\.)*)"', self.text)
         if found:
-            return _json_string(found.group(1)).strip() or NO_ANSWER[fixed_strings_language(self.lang)]
+            return (
+                _json_string(found.group(1)).strip() or NO_ANSWER[fixed_strings_language(self.lang)]
+            )
         if self.text.strip() and "{" not in self.text:
             return self.text.strip()
         return NO_ANSWER[fixed_strings_language(self.lang)]
