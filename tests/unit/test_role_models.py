@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import make_verdict
 from llm_stub import dead_url, reply, stub_server
 
 from citegate.cli import main
@@ -18,6 +19,7 @@ from citegate.core.config import DESIGN, PipelineConfig, save_config
 from citegate.core.config_files import named, production
 from citegate.core.errors import ConfigError
 from citegate.core.types import QueryPlan, RetrievalResult, SubQuestion
+from citegate.core.verdicts import write_verdict
 from citegate.models import embed
 from citegate.models.llm import ChatClient, chosen_model
 from citegate.models.llm_server import LOCAL_MODEL_ID
@@ -206,7 +208,8 @@ def test_planner_llm_without_a_passing_verdict_is_refused_before_anything_connec
     assert main(["ask", "What is dharma?", "--config", str(path)]) == 2
     out, errs = capsys.readouterr()
     assert errs.startswith("citegate: error:") and "planner_bar" in errs and errs.count("\n") == 1
-    remote = DESIGN.replace(planner="llm", planner_bar="01-run", planner_model="openrouter/p")
+    bar = write_verdict(tmp_path, make_verdict("planner", "openrouter/p")).name
+    remote = DESIGN.replace(planner="llm", planner_bar=bar, planner_model="openrouter/p")
     save_config(remote, path)
     refused = "planner_model names 'openrouter/p'.*OPENROUTER_API_KEY"
     with pytest.raises(ConfigError, match=refused), Service.open(str(path)):
