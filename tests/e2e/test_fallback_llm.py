@@ -25,7 +25,7 @@ from citegate.models.llm import ChatClient
 from citegate.models.llm_server import LOCAL_MODEL_ID, LocalLlamaServer
 from citegate.pipeline import fallback as F
 from citegate.pipeline.outline import outline
-from citegate.studies import fallback as fs
+from citegate.studies import fallback_disclaimer as fs
 
 EN = F.DISCLAIMERS["en"]
 

@@ -8,7 +8,7 @@ import pytest
 from study_factory import cand, make_study, question, study_set
 
 from citegate.research.study import Study
-from citegate.studies import calibration as cal
+from citegate.studies import rerank_calibration as cal
 
 
 @pytest.fixture()

@@ -16,8 +16,8 @@ from citegate.models.embed import Embedder, default_embedder
 from citegate.models.llm import ChatClient
 from citegate.pipeline.compose import compose
 from citegate.pipeline.outline import parse_outline
-from citegate.studies import citation as cs
-from citegate.studies.citation.compute import _control
+from citegate.studies.fallback_disclaimer import citation as cs
+from citegate.studies.fallback_disclaimer.citation.compute import _control
 
 SOUL = (
     "The soul is never born and never dies; it is eternal, unborn and primeval, and it is not "

@@ -14,8 +14,8 @@ from citegate.core.config import PipelineConfig, load_config
 from citegate.core.errors import InputError
 from citegate.corpus.audited_claims import AUDIT_FILE, load_audited
 from citegate.evaluation.certify import Certified, CertifiedKinds
-from citegate.studies.faithfulness import answers as fa
-from citegate.studies.faithfulness.artifacts import recommended_config, save_recommendation
+from citegate.studies.answer_faithfulness import answers as fa
+from citegate.studies.answer_faithfulness.artifacts import recommended_config, save_recommendation
 from citegate.tracking.promote.evaluate import certificate_checks
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from citegate.evaluation.certify import clopper_pearson_upper
-from citegate.studies.faithfulness.compute import (
+from citegate.studies.answer_faithfulness.compute import (
     Slice,
     certify_support,
     realise,

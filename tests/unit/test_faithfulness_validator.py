@@ -10,8 +10,13 @@ import pytest
 
 from citegate.corpus.claims import ClaimPair, build_claims
 from citegate.models.embed import default_embedder
-from citegate.studies.faithfulness.compute import RocRow, Slice
-from citegate.studies.faithfulness.validator import ModeRow, choose_mode, mode_table, validate
+from citegate.studies.answer_faithfulness.compute import RocRow, Slice
+from citegate.studies.answer_faithfulness.validator import (
+    ModeRow,
+    choose_mode,
+    mode_table,
+    validate,
+)
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from citegate.studies import fallback as fs
-from citegate.studies.fallback import compute
+from citegate.studies import fallback_disclaimer as fs
+from citegate.studies.fallback_disclaimer import compute
 
 GOOD = "good"
 VARIANT = compute.PRODUCTION_VARIANT

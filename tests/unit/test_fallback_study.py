@@ -10,7 +10,7 @@ import pytest
 
 from citegate.core.errors import CitegateError, ConfigError, ModelFailure, check_model_errors
 from citegate.research import models as chat_models
-from citegate.studies import fallback as fs
+from citegate.studies import fallback_disclaimer as fs
 
 
 def test_check_painted_is_a_check() -> None:

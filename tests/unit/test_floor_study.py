@@ -11,7 +11,7 @@ from study_factory import cand, make_study, question, study_set
 
 from citegate.core.errors import ConfigError
 from citegate.research.study import Study
-from citegate.studies import floor as fs
+from citegate.studies import prefloor_recall as fs
 
 
 @pytest.fixture()

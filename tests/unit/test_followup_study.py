@@ -17,7 +17,7 @@ from citegate.core.errors import ModelFailure
 from citegate.corpus.questions import Question, QuestionSet, mentions_address
 from citegate.models.llm import ChatClient
 from citegate.pipeline.rewrite import echoes_prompt, rewrite_query
-from citegate.studies import followup as fu
+from citegate.studies.prefloor_recall import followup as fu
 
 
 def q(qid: str, text: str, group: str, language: str = "en", label: str = "answerable") -> Question:

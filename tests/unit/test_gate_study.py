@@ -22,7 +22,7 @@ from citegate.core.errors import ConfigError
 from citegate.corpus.questions import QuestionSet
 from citegate.evaluation import metrics as M
 from citegate.research.study import Study, StudySet
-from citegate.studies import gate as gs
+from citegate.studies import gate_roc as gs
 from citegate.tracking.recorder import CONFIG_FILE, DATASETS_FILE, INFO_FILE, Recorder
 
 

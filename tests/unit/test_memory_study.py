@@ -1,4 +1,4 @@
-"""Notebook 07's pure compute (`studies.memory.compute`): the threshold recommendation, what
+"""Notebook 07's pure compute (`studies.curated_memory.compute`): the threshold recommendation, what
 counts as a right lean decision, the lean/wide comparison, boost strength, memory never cited."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from citegate.studies.memory import compute as C
+from citegate.studies.curated_memory import compute as C
 
 
 def row(

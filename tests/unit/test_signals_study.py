@@ -29,11 +29,11 @@ from citegate.models.ltr.fit import model_factories
 from citegate.models.ltr.model import LTRReranker
 from citegate.pipeline.signals import SIGNALS, IndexFacts
 from citegate.research.tables import rows_where
-from citegate.studies import signals as sg
-from citegate.studies.signals import compute as C
-from citegate.studies.signals import report as R
-from citegate.studies.signals.compute import units as U
-from citegate.studies.signals.run import SignalInputs
+from citegate.studies import gate_signals as sg
+from citegate.studies.gate_signals import compute as C
+from citegate.studies.gate_signals import report as R
+from citegate.studies.gate_signals.compute import units as U
+from citegate.studies.gate_signals.run import SignalInputs
 
 FACTS = IndexFacts(("c",), frozenset({"BG 2.47"}), {}, 10)
 
