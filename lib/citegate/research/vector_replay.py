@@ -44,7 +44,7 @@ from citegate.core.types import (
 )
 from citegate.pipeline.gate import verdict
 from citegate.pipeline.retrieve import replay
-from citegate.pipeline.vector_pack import PackedTraces, pack
+from citegate.research.vector_pack import PackedTraces, pack
 
 
 @dataclass(frozen=True)
