@@ -16,7 +16,11 @@ from citegate.core.errors import MAX_MODEL_ERROR_SHARE, MODEL_ERROR, check_model
 from citegate.evaluation.clustered import cluster_rate_ci
 from citegate.evaluation.metrics import rate_ci_or_nan
 from citegate.pipeline.claimcheck import AnswerCheck, flag
-from citegate.pipeline.judge import JudgeSummary, PairJudgement, validator_agreement
+from citegate.studies.answer_faithfulness.judge import (
+    JudgeSummary,
+    PairJudgement,
+    validator_agreement,
+)
 
 SUPPORTED_BAR = 0.95  # share of claims supported a composer must reach to answer in production
 

@@ -19,13 +19,13 @@ from citegate.corpus.questions import load_set
 from citegate.models.embed import Embedder
 from citegate.pipeline.extractive import MAX_NOTES
 from citegate.pipeline.fallback import supported
-from citegate.pipeline.judge import PairJudgement, judge_pair
 from citegate.pipeline.llm_calls import CallOptions
 from citegate.pipeline.roles import RoleClients
 from citegate.pipeline.turn import Grounded, grounded_answer
 from citegate.research.models import model_client, resolve_models
 from citegate.research.study import sample
 from citegate.studies.answer_faithfulness.answers import AnswerRow, claim_records
+from citegate.studies.answer_faithfulness.judge import PairJudgement, judge_pair
 from citegate.studies.fallback_disclaimer.citation.compute import GroundedItem
 from citegate.studies.fallback_disclaimer.compute import FallbackQuestions, Item
 
@@ -166,7 +166,7 @@ def judge_pairs(
     max_tokens: int = 160,
     progress: bool = False,
 ) -> tuple[list[PairJudgement], str]:
-    """The blind pairwise judge (`pipeline.judge`, model `judge`) on the extractive answer
+    """The blind pairwise judge (`judge`, model `judge`) on the extractive answer
     against each generative composer's, over up to `limit` questions both answered (in the
     items' order), both orders each. Returns the judgements and "" or why the judge was
     skipped (its model cannot run here, or no question has two answers)."""

@@ -15,7 +15,7 @@ import numpy as np
 
 from citegate.corpus.claims import ClaimPair
 from citegate.models.embed import Embedder
-from citegate.pipeline.support import MODES, pair_scores
+from citegate.pipeline.support import DEFAULT_MODE, MODES, support_scores
 from citegate.studies.answer_faithfulness.compute import (
     ALPHA,
     DELTA,
@@ -24,6 +24,21 @@ from citegate.studies.answer_faithfulness.compute import (
     roc_table,
 )
 from citegate.studies.answer_faithfulness.compute import validator_report as _report
+
+
+def pair_scores(
+    embedder: Embedder, claims: Sequence[str], notes: Sequence[str], mode: str = DEFAULT_MODE
+) -> np.ndarray:
+    """The support score of each aligned (claims[i], notes[i]) pair, each distinct text embedded
+    once (`support_scores` over the distinct claims and notes, then read pair by pair)."""
+    if len(claims) != len(notes):
+        raise ValueError(f"claims and notes must align ({len(claims)} vs {len(notes)})")
+    uc, un = list(dict.fromkeys(claims)), list(dict.fromkeys(notes))
+    ci, ni = {t: i for i, t in enumerate(uc)}, {t: i for i, t in enumerate(un)}
+    matrix = support_scores(embedder, uc, un, mode)
+    rows = np.array([ci[t] for t in claims], dtype=int)
+    cols = np.array([ni[t] for t in notes], dtype=int)
+    return matrix[rows, cols] if len(rows) else np.zeros(0, dtype=np.float32)
 
 
 @dataclass(frozen=True)
