@@ -14,10 +14,10 @@ from llm_stub import completion, error, stub_server
 from citegate.core.errors import ModelFailure
 from citegate.models.embed import Embedder, default_embedder
 from citegate.models.llm import ChatClient
-from citegate.pipeline.compose import compose
 from citegate.pipeline.outline import parse_outline
 from citegate.studies.fallback_disclaimer import citation as cs
 from citegate.studies.fallback_disclaimer.citation.compute import _control
+from citegate.studies.fallback_disclaimer.citation.tagged import compose
 
 SOUL = (
     "The soul is never born and never dies; it is eternal, unborn and primeval, and it is not "

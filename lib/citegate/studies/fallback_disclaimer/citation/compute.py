@@ -15,7 +15,11 @@ from citegate.core.errors import MAX_MODEL_ERROR_SHARE, MODEL_ERROR
 from citegate.core.errors import check_model_errors as check_statuses
 from citegate.core.types import Status
 from citegate.evaluation.metrics import auroc_ci, rate_ci_or_nan
-from citegate.pipeline.citations import DEFAULT_THRESHOLD, audit_sourced, validate_citations
+from citegate.studies.fallback_disclaimer.citation.checks import (
+    DEFAULT_THRESHOLD,
+    validate_citations,
+)
+from citegate.studies.fallback_disclaimer.citation.tagged import audit_sourced
 
 FORMATS = ("outline", "composed", "fallback")
 MAX_SOURCES = 5

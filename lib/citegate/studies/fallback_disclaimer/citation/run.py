@@ -15,7 +15,6 @@ from citegate.core.config import PipelineConfig
 from citegate.core.errors import MODEL_ERROR
 from citegate.core.progress import bar
 from citegate.models.embed import default_embedder
-from citegate.pipeline.compose import compose
 from citegate.pipeline.fallback import NO_ANSWER
 from citegate.pipeline.llm_calls import CallOptions
 from citegate.pipeline.outline import outline_call
@@ -32,6 +31,7 @@ from citegate.studies.fallback_disclaimer.citation.compute import (
     GroundedItem,
     outline_answer,
 )
+from citegate.studies.fallback_disclaimer.citation.tagged import compose
 
 
 def hydrate(conn: Any, notes: Sequence[Any]) -> tuple[Any, ...]:
