@@ -11,7 +11,7 @@ from conftest import make_candidate
 from citegate.core.config import PipelineConfig
 from citegate.core.types import Candidate, RetrievalTrace
 from citegate.corpus.sources.address import find_verse_refs, named_verses
-from citegate.pipeline import arms
+from citegate.pipeline import fusion
 from citegate.pipeline import signals as sg
 from citegate.pipeline.plan import OfflinePlanner
 from citegate.pipeline.retrieve import replay
@@ -119,7 +119,7 @@ def test_a_config_that_does_not_pin_named_verses_never_sees_the_named_lane_in_it
         with_lane = result(q, [*plain, named], "ltr/x", cfg=cfg)
         without = result(q, plain, "ltr/x", cfg=cfg)
         assert sg.study_signals(with_lane, cfg) == sg.study_signals(without, cfg)
-        assert arms.gate_signal(with_lane, cfg) == arms.gate_signal(without, cfg)
+        assert fusion.gate_signal(with_lane, cfg) == fusion.gate_signal(without, cfg)
     pinned = CFG.replace(pin_named_verses=True)
     seen = sg.study_signals(result(q, [*plain, named], "ltr/x", cfg=pinned), pinned)
     assert seen["max_rerank"] == pytest.approx(0.9)  # pinned, it is a note
@@ -219,7 +219,7 @@ def test_ltr_and_two_scale_signals_come_from_the_reranked_trace() -> None:
     sig = sg.signals(res, CFG, facts(), {})
     assert sig["ltr_max_prob"] == pytest.approx(0.7)
     arm = CFG.replace(arm="rrf_hybrid", gate="two_scale")
-    expected = arms.gate_signal(arms.rrf_replay(res.trace, arm), arm)
+    expected = fusion.gate_signal(fusion.rrf_replay(res.trace, arm), arm)
     assert sig["two_scale_score"] == pytest.approx(expected) == pytest.approx(0.7)
 
 

@@ -37,7 +37,7 @@ from citegate.models.embed import Embedder
 from citegate.models.gate_model import LearnedGate
 from citegate.models.rerank import Reranker
 from citegate.pipeline import lane_batch, lanes, memory
-from citegate.pipeline.arms import rrf_replay
+from citegate.pipeline.fusion import rrf_replay
 from citegate.pipeline.cut import (
     cap,
     compact,

@@ -23,7 +23,7 @@ as the training mean):
 - `lexical_rank`: 1 / the best lexical-lane rank among the final notes (1.0 = the top full-text
   hit is a note), 0 when no note came from the lexical lane;
 - `ltr_max_prob`: max rerank score of the final notes when the trace was reranked, else NaN;
-- `two_scale_score`: the two-scale arm's gate value (`arms.gate_signal` under arm=rrf_hybrid,
+- `two_scale_score`: the two-scale arm's gate value (`fusion.gate_signal` under arm=rrf_hybrid,
   gate=two_scale) replayed from the same trace.
 
 The gate study (notebook 03) compares the replay-only ones (`cosine_signals`) with five more,
@@ -53,7 +53,7 @@ from citegate.core.text import script_language
 from citegate.core.types import Candidate, RetrievalResult
 from citegate.corpus.sources.address import named_verses, verse_label
 from citegate.models.gate_model import SIGNALS
-from citegate.pipeline.arms import gate_signal, rrf_cut, rrf_replay
+from citegate.pipeline.fusion import gate_signal, rrf_cut, rrf_replay
 from citegate.pipeline.cut import lane_view
 from citegate.pipeline.lanes import lexical_query
 from citegate.store.tables import fragment_texts

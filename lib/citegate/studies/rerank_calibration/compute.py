@@ -11,8 +11,8 @@ import pandas as pd
 from citegate.core.config import PipelineConfig
 from citegate.core.types import Step
 from citegate.evaluation import metrics as M
-from citegate.pipeline.arms import fusion_scores
 from citegate.pipeline.cut import lane_view
+from citegate.pipeline.fusion import fusion_scores
 from citegate.research.study import Study
 
 SCORES = ("cosine", "rerank", "rerank_minmax", "rerank_sigmoid", "cosine_minmax", "fusion")

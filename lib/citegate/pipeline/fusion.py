@@ -1,11 +1,17 @@
-"""Comparison arms: related designs as named variants of the one pipeline (same lanes, same traces).
+"""Reciprocal Rank Fusion and the two-scale gate score, read from the same lanes and traces.
 
-- `rrf_hybrid`: lexical (full-text rank) and dense (cosine ≥ 0.45) fused by Reciprocal Rank Fusion
-  (k = 50), then the cross-encoder keeps the top 5, with the context capped at 4000 characters per
-  source;
-- the two-scale confidence gate: answer when the reranker's score reaches 0.45 (sigmoid scale) —
-  or, when no reranker ran, when the fusion score reaches 0.015 (RRF scale).
-Both replay from the production traces, so every arm is measured on the same candidates.
+- The fused cut (`rrf_cut`, replayed by `rrf_replay` under `arm: rrf_hybrid`): lexical (full-text
+  rank) and dense (cosine ≥ `rrf_dense_threshold`) fused by Reciprocal Rank Fusion (k =
+  `rrf_k`), then the cross-encoder keeps the top `rrf_top_k`, with the context capped at
+  `rrf_context_chars` per source (`context_cap`).
+- The two-scale gate (`two_scale_verdict`, `gate_signal`): answer when the reranker's score
+  reaches `two_scale_rerank` (sigmoid scale), or, when no reranker ran, when the fusion score
+  reaches `two_scale_fusion` (RRF scale).
+
+Production's learned gate reads the two-scale score of every question as one of its signals
+(`signals.two_scale_score`: this module's cut and gate replayed from the production trace), and
+`decide` explains a two-scale decision with `gate_signal`; `retrieve.replay` runs the fused cut
+for a config whose arm is `rrf_hybrid`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The comparison arms' rules: RRF fusion, context cap, top-k, the two-scale gate."""
+"""Reciprocal Rank Fusion and the two-scale gate (`pipeline.fusion`): fusion, context cap, top-k."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from conftest import make_candidate
 from citegate.core.config import PipelineConfig
 from citegate.core.errors import ConfigError
 from citegate.core.types import Candidate, RetrievalTrace
-from citegate.pipeline.arms import context_cap, fusion_scores, rrf_cut, two_scale_verdict
+from citegate.pipeline.fusion import context_cap, fusion_scores, rrf_cut, two_scale_verdict
 from citegate.pipeline.plan import OfflinePlanner
 from citegate.pipeline.retrieve import replay
 
