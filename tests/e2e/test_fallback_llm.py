@@ -24,7 +24,7 @@ from citegate.corpus.questions import Question, QuestionSet
 from citegate.models.llm import ChatClient
 from citegate.models.llm_server import LOCAL_MODEL_ID, LocalLlamaServer
 from citegate.pipeline import fallback as F
-from citegate.pipeline.outline import outline
+from citegate.pipeline.outline import outline_call
 from citegate.studies import fallback_disclaimer as fs
 
 EN = F.DISCLAIMERS["en"]
@@ -121,7 +121,9 @@ def test_real_local_model_through_llama_cpp(tmp_path: Path) -> None:
             assert fb.disclaimer == F.disclaimer_for(lang) and fb.text.startswith(fb.disclaimer)
             assert fa.probes and searched == list(fa.probes)  # every probe searched once, in order
             assert [c.fragment_id for c in fb.admitted] == [1]  # cosine 0.62 admitted, 0.41 not
-        theses = outline(client, "Why does Arjuna refuse to fight?", [verse(1, 0.8)])
+        theses = list(
+            outline_call(client, "Why does Arjuna refuse to fight?", [verse(1, 0.8)]).theses
+        )
         assert theses == ["Arjuna refuses to fight"]
     assert client.usage.calls == 3  # one per question and one outline: nothing repaired
 

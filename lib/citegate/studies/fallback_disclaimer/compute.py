@@ -23,13 +23,10 @@ from citegate.core.errors import (
 from citegate.core.errors import check_model_errors as check_statuses
 from citegate.corpus.questions import Question, QuestionSet
 from citegate.evaluation.metrics import rate_ci_or_nan
-from citegate.pipeline.fallback import (
-    detect_language,
-    disclaimer_present,
-    paint,
-)
+from citegate.pipeline.fallback import detect_language, paint
 from citegate.pipeline.llm_calls import DEFAULT_OPTIONS
 from citegate.studies.fallback_disclaimer.citation.compute import threshold_sweep
+from citegate.studies.fallback_disclaimer.disclaimer import disclaimer_present
 
 
 @dataclass(frozen=True)

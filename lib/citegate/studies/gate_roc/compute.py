@@ -1,6 +1,18 @@
 """Notebook 03's numbers: gate signals per question, AUROCs, operating points, recommendations.
 
 Pure functions of a loaded `Study` or of the tables made from it (no database, model or file).
+
+The study compares production's replay-only signals (`pipeline.signals.cosine_signals`) with
+five more, `STUDY_SIGNALS`, from the same result and trace (`study_signals`; no index facts, no
+texts):
+
+- `max_rerank`: max rerank score of the final notes, a note without one counted by its cosine;
+- `margin_top1_top2_zero_filled`: `margin_top1_top2` with a missing note counted as cosine 0
+  (the best cosine with one note, 0 without notes), where production's margin is NaN; the RRF
+  arm's context cap can leave fewer than 2 notes, so the two differ there;
+- `max_verse_cosine`: max cosine of the final verse notes, 0 without one;
+- `rrf_fusion_max`, `rrf_rerank_max`: the RRF arm's max fusion score and max rerank score (0
+  when unscored) of its own top notes, the two scales the two-scale gate switches between.
 """
 
 from __future__ import annotations
@@ -12,8 +24,11 @@ import numpy as np
 import pandas as pd
 
 from citegate.core.config import DESIGN, PipelineConfig
+from citegate.core.types import RetrievalResult
 from citegate.evaluation import metrics as M
-from citegate.pipeline.signals import cosine_signals, study_signals
+from citegate.pipeline.cut import lane_view
+from citegate.pipeline.fusion import rrf_cut
+from citegate.pipeline.signals import cosine_signals
 from citegate.research.study import Study, metric_prefix
 
 # The signals compared, in the order of the AUROC table: production's replay-only ones
@@ -27,9 +42,34 @@ SIGNALS = (
     "rrf_fusion_max",
     "rrf_rerank_max",
 )
+STUDY_SIGNALS = (
+    "max_rerank",
+    "margin_top1_top2_zero_filled",
+    "max_verse_cosine",
+    "rrf_fusion_max",
+    "rrf_rerank_max",
+)
 DESIGN_POINTS = {
     k: getattr(DESIGN, k) for k in ("bail_out_score", "sufficient_score", "good_enough_score")
 }
+
+
+def study_signals(result: RetrievalResult, cfg: PipelineConfig) -> dict[str, float]:
+    """The gate study's extra signals (`STUDY_SIGNALS`, in order) of one replayed result; the
+    RRF ones replay the same trace under arm=rrf_hybrid."""
+    notes = result.notes
+    reranked = result.trace.reranker_id != "none"
+    pool = lane_view(result.trace.candidates, cfg.pin_named_verses)  # the pool `cfg` sees
+    rrf_notes, _, fused = rrf_cut(pool, cfg.replace(arm="rrf_hybrid"), reranked)
+    rerank = (c.rerank_score if c.rerank_score is not None else c.score for c in notes)
+    cos = sorted((float(c.score) for c in notes), reverse=True) or [0.0]
+    return {
+        "max_rerank": max(rerank, default=0.0),
+        "margin_top1_top2_zero_filled": cos[0] - (cos[1] if len(cos) > 1 else 0.0),
+        "max_verse_cosine": max((c.score for c in notes if c.kind == "verse"), default=0.0),
+        "rrf_fusion_max": max((fused[c.fragment_id] for c in rrf_notes), default=0.0),
+        "rrf_rerank_max": max((c.rerank_score or 0.0 for c in rrf_notes), default=0.0),
+    }
 
 
 def signals(study: Study, cfg: PipelineConfig) -> pd.DataFrame:
