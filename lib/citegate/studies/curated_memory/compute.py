@@ -1,7 +1,7 @@
 """Notebook 07's numbers, pure: the pre-check's precision and recall by threshold, the lean and
 wide paths compared on the questions the pre-check sends lean, boost strength, and the check
-that no memory note is ever cited. Rows come from `studies.curated_memory.run`; nothing here touches
-the database or a model.
+that no memory note is ever cited. Rows come from `studies.curated_memory.run`; nothing here
+touches the database or a model.
 
 A lean decision is right only when memory answers the question AND the pinned note that leads
 is the note written for it: a question answered by another pinned note's body counts against

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import psycopg
 
+from citegate.core import paths
 from citegate.core.config import PipelineConfig
 from citegate.core.inputs import clean_question
 from citegate.core.progress import bar
@@ -25,7 +26,7 @@ from citegate.corpus.memory_questions import (
     load_memory_questions,
     scope_negatives,
 )
-from citegate.corpus.notes import NOTE_ADDRESS_PREFIX, NoteFile, NoteKind
+from citegate.corpus.notes import NOTE_ADDRESS_PREFIX, NoteFile, NoteKind, read_notes
 from citegate.models.embed import Embedder
 from citegate.models.rerank import Reranker
 from citegate.pipeline import memory
@@ -38,6 +39,12 @@ from citegate.store.memory import ImportReport, NoteHit, import_notes
 from citegate.studies.curated_memory.compute import BoostRow, PathRow, PrecheckRow
 
 LANES_PER_TEXT = len(KIND_GROUPS) + 2  # a dense lane per kind group, lexical, address
+
+
+def load_notes(path: str) -> NoteFile:
+    """The curated notes of the file at `path`, relative to the repository (`read_notes`: every
+    record checked)."""
+    return read_notes(paths.ROOT / path)
 
 
 def questions_for(
