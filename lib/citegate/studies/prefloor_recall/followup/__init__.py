@@ -17,11 +17,13 @@ per model, and `run_study` stops (`ModelFailure`) when such failures exceed the 
 `compute` builds and samples the conversations and turns rewrites and searches into tables and
 metrics (pure), `run` calls the models and searches the arms (database), `plots` draws the
 recall bars, `report` writes the conclusion. The notebook imports this package as
-`from citegate.studies.prefloor_recall import followup as fu`.
+`from citegate.studies.prefloor_recall import followup as fu`; it re-exports `load_set`, which
+reads the labeled question set the conversations are built from.
 """
 
 from __future__ import annotations
 
+from citegate.corpus.questions import load_set
 from citegate.studies.prefloor_recall.followup.compute import (
     ARMS,
     ELLIPTICAL,
@@ -75,6 +77,7 @@ __all__ = [
     "identifiers_kept",
     "is_first_turn",
     "is_followup",
+    "load_set",
     "model_notes",
     "named_verses",
     "names_a_verse",
