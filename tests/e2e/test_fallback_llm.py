@@ -1,7 +1,7 @@
 """The corpus fallback end to end: the study against a stub that dies (on a real database), the
 real local model through llama.cpp, `citegate ask --answer` and notebook 04. The pure parts and
 the branches of a turn against a stub are unit tests (`tests/unit/test_fallback.py`,
-`test_turn.py`, `test_fallback_study.py`)."""
+`test_turn.py`, `test_fallback_disclaimer_study.py`)."""
 
 from __future__ import annotations
 
