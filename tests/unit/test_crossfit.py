@@ -1,5 +1,5 @@
-"""Experiment 05 cross-fitted over leave-out folds (`studies.gate_signals.compute.crossfit`): every question
-scored once, out of fold, by a gate fit and certified on the other folds only."""
+"""Experiment 05 cross-fitted over leave-out folds (`studies.gate_signals.compute.crossfit`):
+every question scored once, out of fold, by a gate fit and certified on the other folds only."""
 
 from __future__ import annotations
 

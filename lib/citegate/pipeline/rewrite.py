@@ -252,7 +252,8 @@ def checked_rewrite(original: str, candidate: str) -> tuple[str | None, str]:
 
 # A follow-up that points at a verse through the conversation ("and the next verse?", "what
 # does the previous verse say?", "in that verse", "the passage", "verse 14"), in English,
-# Russian and Hindi (the forms notebook 01's follow-ups use: `studies.prefloor_recall.followup.ELLIPTICAL`).
+# Russian and Hindi (the forms notebook 01's follow-ups use:
+# `studies.prefloor_recall.followup.ELLIPTICAL`).
 _NEXT = re.compile(r"\b(?:the\s+)?(?:next|following)\s+verse\b|следующ\w*\s+стих\w*", re.I)
 _PREVIOUS = re.compile(r"\b(?:the\s+)?(?:previous|preceding)\s+verse\b|предыдущ\w*\s+стих\w*", re.I)
 _BARE = re.compile(r"\bverse\s+(\d{1,2})\b|\bстих\w*\s+(\d{1,2})\b", re.I)

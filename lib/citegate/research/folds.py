@@ -29,9 +29,10 @@ FOLD_LIMIT = 100  # experiment 05's fold sample: questions per label, set and fo
 
 
 def fold_selector(base: str, fold: int) -> Callable[[str, Question], bool]:
-    """Which questions fold build `fold` of `base` is asked (see `studies.gate_signals.compute.crossfit`):
-    its own held-out questions (out_of_corpus), the answerable questions of the previous fold,
-    and the out-of-scope questions whose salted fold is this one. So every question has at most
+    """Which questions fold build `fold` of `base` is asked (see
+    `studies.gate_signals.compute.crossfit`): its own held-out questions (out_of_corpus), the
+    answerable questions of the previous fold, and the out-of-scope questions whose salted fold
+    is this one. So every question has at most
     one out_of_corpus and one answerable row, both in the fold of its group."""
     k = fold_count(base)
     if k < 2:
