@@ -1,7 +1,7 @@
 """The corpus fallback end to end: the study against a stub that dies (on a real database), the
 real local model through llama.cpp, `citegate ask --answer` and notebook 04. The pure parts and
 the branches of a turn against a stub are unit tests (`tests/unit/test_fallback.py`,
-`test_turn.py`, `test_fallback_study.py`)."""
+`test_turn.py`, `test_fallback_disclaimer_study.py`)."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from citegate.corpus.questions import Question, QuestionSet
 from citegate.models.llm import ChatClient
 from citegate.models.llm_server import LOCAL_MODEL_ID, LocalLlamaServer
 from citegate.pipeline import fallback as F
-from citegate.pipeline.outline import outline
-from citegate.studies import fallback as fs
+from citegate.pipeline.outline import outline_call
+from citegate.studies import fallback_disclaimer as fs
 
 EN = F.DISCLAIMERS["en"]
 
@@ -122,7 +122,9 @@ def test_real_local_model_through_llama_cpp(tmp_path: Path) -> None:
             assert fb.disclaimer == F.disclaimer_for(lang) and fb.text.startswith(fb.disclaimer)
             assert fa.probes and searched == list(fa.probes)  # every probe searched once, in order
             assert [c.fragment_id for c in fb.admitted] == [1]  # cosine 0.62 admitted, 0.41 not
-        theses = outline(client, "Why does Arjuna refuse to fight?", [verse(1, 0.8)])
+        theses = list(
+            outline_call(client, "Why does Arjuna refuse to fight?", [verse(1, 0.8)]).theses
+        )
         assert theses == ["Arjuna refuses to fight"]
     assert client.usage.calls == 3  # one per question and one outline: nothing repaired
 

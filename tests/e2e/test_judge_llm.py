@@ -11,7 +11,7 @@ import pytest
 
 from citegate.models.llm import ChatClient
 from citegate.models.llm_server import LOCAL_MODEL_ID, LocalLlamaServer
-from citegate.pipeline import judge as J
+from citegate.studies.answer_faithfulness import judge as J
 
 # (question, notes, an answer true to its notes, one that invents facts under the same markers)
 PAIRS = [

@@ -33,7 +33,7 @@ from citegate.research.folds import fold_selector, load_fold_studies, question_u
 from citegate.store import db
 from citegate.store.imports import fold_import, import_beir, split_import
 from citegate.store.ingest import CorpusReplaceError, ingest
-from citegate.studies.signals.run import fold_columns
+from citegate.studies.gate_signals.run import fold_columns
 
 pytestmark = pytest.mark.db
 

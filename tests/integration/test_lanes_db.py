@@ -76,7 +76,7 @@ def _hnsw_forced(conn: psycopg.Connection) -> Iterator[None]:
             conn.execute(f"RESET {name}")
 
 
-def test_round_hits_equal_one_call_per_lane_with_ranks_and_scores(
+def test_batch_hits_equal_one_call_per_lane_with_ranks_and_scores(
     demo: psycopg.Connection, emb
 ) -> None:  # noqa: ANN001
     cfg = PipelineConfig(embedder=emb.id, corpora=("gita", "xquad"))
@@ -86,8 +86,9 @@ def test_round_hits_equal_one_call_per_lane_with_ranks_and_scores(
     for k in (cfg.lane_k, 2 * cfg.lane_k):
         for start in range(0, len(texts), 3):  # rounds of 3 texts, as retrieve's round 2 + 1
             chunk = slice(start, start + 3)
-            got = lane_batch.round_hits(
-                demo, texts[chunk], vecs[chunk], cfg.embedder, cfg.corpora, k, cfg.address_trgm
+            ks = [k] * len(texts[chunk])
+            got = lane_batch.batch_hits(
+                demo, texts[chunk], vecs[chunk], ks, cfg.embedder, cfg.corpora, cfg.address_trgm
             )
             want = [
                 _single(demo, t, v, cfg, k) for t, v in zip(texts[chunk], vecs[chunk], strict=True)
@@ -155,8 +156,9 @@ def test_batched_dense_uses_the_hnsw_index_and_matches_single_scans(
     vecs = emb.embed_queries(texts)
     with _hnsw_forced(demo):
         before = hnsw_scans(demo, cfg.embedder)
-        got = lane_batch.round_hits(
-            demo, texts, vecs, cfg.embedder, cfg.corpora, cfg.lane_k, text_lanes=False
+        ks = [cfg.lane_k] * len(texts)
+        got = lane_batch.batch_hits(
+            demo, texts, vecs, ks, cfg.embedder, cfg.corpora, text_lanes=False
         )
         scans = hnsw_scans(demo, cfg.embedder) - before
         single_scans = hnsw_scans(demo, cfg.embedder)

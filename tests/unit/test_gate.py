@@ -12,7 +12,7 @@ from citegate.core.types import Candidate, Decision, GateDecision, RetrievalTrac
 from citegate.pipeline.gate import question_language, verdict
 from citegate.pipeline.plan import OfflinePlanner
 from citegate.pipeline.retrieve import replay
-from citegate.pipeline.vector_replay import replay_many, replay_results
+from citegate.research.vector_replay import replay_many, replay_results
 
 # Production's global thresholds, with Russian ones lowered (Russian questions against English
 # translations score lower cosines).

@@ -20,12 +20,13 @@ from citegate.models.llm import ChatClient
 from citegate.pipeline import fallback as F
 from citegate.pipeline import turn as T
 from citegate.pipeline.compose import ABSTENTION, abstention, closed_book_messages
+from citegate.studies.fallback_disclaimer.disclaimer import DISCLAIMER_KEYS, disclaimer_present
 
 HI = F.DISCLAIMERS["hi"]
 QUESTION = "अर्जुन युद्ध क्यों नहीं करना चाहता था?"
 PER_LANGUAGE = {
     "DISCLAIMERS": F.DISCLAIMERS,
-    "DISCLAIMER_KEYS": F.DISCLAIMER_KEYS,
+    "DISCLAIMER_KEYS": DISCLAIMER_KEYS,
     "DECLINES": F.DECLINES,
     "NOT_FOUND": F.NOT_FOUND,
     "NO_ANSWER": F.NO_ANSWER,
@@ -65,7 +66,7 @@ def test_hindi_is_supported_and_detected() -> None:
 @pytest.mark.parametrize("lang", ["en", "ru", "hi"])
 def test_every_disclaimer_key_is_in_its_own_disclaimer(lang: str) -> None:
     words = F.normalize(F.DISCLAIMERS[lang]).split()
-    for key in F.DISCLAIMER_KEYS[lang]:
+    for key in DISCLAIMER_KEYS[lang]:
         assert any(w.startswith(key) for w in words), key
 
 
@@ -82,7 +83,7 @@ def test_every_disclaimer_key_is_in_its_own_disclaimer(lang: str) -> None:
     ],
 )
 def test_disclaimer_present_reads_the_hindi_disclaimer(text: str, want: tuple[bool, bool]) -> None:
-    assert F.disclaimer_present(text, "hi") == want
+    assert disclaimer_present(text, "hi") == want
 
 
 def test_a_hindi_question_out_of_scope_is_declined_in_hindi() -> None:
@@ -108,7 +109,7 @@ def test_a_hindi_fallback_answer_carries_the_hindi_disclaimer() -> None:
 
     fb = F.fallback_turn(client, QUESTION, search, admission=0.5)  # type: ignore[arg-type]
     assert fb.branch == "fallback" and fb.disclaimer == HI
-    assert fb.text.startswith(HI) and F.disclaimer_present(fb.text, "hi") == (True, True)
+    assert fb.text.startswith(HI) and disclaimer_present(fb.text, "hi") == (True, True)
     assert searched == ["अर्जुन का विषाद"] and len(fb.answer.dropped_probes) == 1
     system = client.messages[0]["content"]
     assert "in Hindi" in system and HI in system

@@ -14,8 +14,8 @@ import pytest
 from llm_stub import DOWN, Reply, reply, stub_server
 
 from citegate.models.llm import ChatClient
-from citegate.pipeline import judge as J
-from citegate.pipeline.judge import OrderJudgement, PairJudgement, Scores
+from citegate.studies.answer_faithfulness import judge as J
+from citegate.studies.answer_faithfulness.judge import OrderJudgement, PairJudgement, Scores
 
 NOTES = ["The soul casts off worn-out bodies.", "Weapons do not cut the soul."]
 

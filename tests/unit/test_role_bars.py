@@ -15,7 +15,6 @@ import pandas as pd
 from citegate.core.errors import MODEL_ERROR
 from citegate.core.verdicts import VERDICTS_DIR, read_verdict
 from citegate.evaluation.metrics.operation import rate_ci
-from citegate.pipeline.judge import JudgeSummary
 from citegate.research.models import role_model_id
 from citegate.research.verdicts import (
     save_verdicts,
@@ -23,9 +22,10 @@ from citegate.research.verdicts import (
     verdict_sentences,
     verdict_table,
 )
-from citegate.studies.faithfulness.bars import composer_verdict, judge_verdict
-from citegate.studies.floor.planner import planner_table, planner_verdicts
-from citegate.studies.followup.compute import rewrite_verdicts
+from citegate.studies.answer_faithfulness.bars import composer_verdict, judge_verdict
+from citegate.studies.answer_faithfulness.judge import JudgeSummary
+from citegate.studies.prefloor_recall.followup.compute import rewrite_verdicts
+from citegate.studies.prefloor_recall.planner import planner_table, planner_verdicts
 
 LOCAL = role_model_id("smollm2-135m")
 

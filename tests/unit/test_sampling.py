@@ -12,8 +12,8 @@ from citegate.corpus import builds, questions
 from citegate.evaluation.sampling import salted_hash, salted_int, salted_order, salted_sample
 from citegate.research import ltr_training as ltr
 from citegate.research import study
-from citegate.studies import followup
-from citegate.studies.followup import compute as followup_compute
+from citegate.studies.prefloor_recall import followup
+from citegate.studies.prefloor_recall.followup import compute as followup_compute
 
 
 @dataclass(frozen=True)

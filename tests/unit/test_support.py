@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from citegate.models.embed import Embedder, default_embedder
-from citegate.pipeline.support import MODES, note_units, pair_scores, support_scores
+from citegate.pipeline.support import MODES, note_units, support_scores
+from citegate.studies.answer_faithfulness.validator import pair_scores
 
 CLAIMS = ["The soul passes into another body at death.", "Warsaw is the capital of Poland."]
 NOTES = [

@@ -19,6 +19,7 @@ from citegate.models.embed import default_embedder
 from citegate.models.llm import ChatClient
 from citegate.pipeline import fallback as F
 from citegate.pipeline import turn as T
+from citegate.studies.fallback_disclaimer.disclaimer import disclaimer_present
 
 EN = F.DISCLAIMERS["en"]
 # These tests follow the outline planner's branches; the fallback model runs as if it had passed
@@ -83,7 +84,7 @@ def test_malformed_json_still_completes_with_painted_disclaimer(
     assert t.fallback is not None and t.fallback.status.startswith("parse_failure")
     assert len(requests) == 2  # the reply and one repair; the gate's bail-out skipped the outline
     assert client.usage.parse_failures == 1 and t.usage["calls"] == 2
-    assert t.text.startswith(EN) and t.disclaimer == EN and F.disclaimer_present(t.text, "en")[0]
+    assert t.text.startswith(EN) and t.disclaimer == EN and disclaimer_present(t.text, "en")[0]
     assert fake.calls == ["Who doubts Krishna?"]  # no probes parsed: nothing searched again
 
 
@@ -94,7 +95,7 @@ def test_dropped_disclaimer_is_painted_anyway(
     dropped = {**FALLBACK_REPLY, "disclaimer": ""}
     t, requests, _ = turn(monkeypatch, tmp_path, [reply(dropped)], fake)
     assert t.fallback is not None and t.fallback.status == "ok"
-    assert F.disclaimer_present(t.fallback.model_text, "en") == (False, False)
+    assert disclaimer_present(t.fallback.model_text, "en") == (False, False)
     assert t.branch == "fallback" and t.text == f"{EN}\n\nArjuna doubts."
     assert fake.calls[1:] == FALLBACK_REPLY["search_queries"]  # every probe searched once
     assert [c.fragment_id for c in t.admitted] == [7]  # cosine 0.5 admitted, 0.4999 not

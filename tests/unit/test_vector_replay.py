@@ -15,8 +15,8 @@ from citegate.core.errors import ConfigError
 from citegate.core.types import Candidate, QueryPlan, RetrievalTrace
 from citegate.corpus.questions import Question, QuestionSet
 from citegate.pipeline.retrieve import replay
-from citegate.pipeline.vector_replay import pack, replay_many, replay_results
 from citegate.research.study import StudySet
+from citegate.research.vector_replay import pack, replay_many, replay_results
 
 KINDS = ("verse", "commentary", "prose_chapter", "letter", "track_transcript", "other")
 LANES = (

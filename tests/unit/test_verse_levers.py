@@ -13,7 +13,7 @@ from citegate.pipeline.lanes import spelled_labels
 from citegate.pipeline.plan import OfflinePlanner
 from citegate.pipeline.render import result_dict
 from citegate.pipeline.retrieve import replay
-from citegate.pipeline.vector_replay import replay_many, replay_results, vectorised
+from citegate.research.vector_replay import replay_many, replay_results, vectorised
 
 CFG = PipelineConfig()
 NAMED = f"{NAMED_LANE}@r1"

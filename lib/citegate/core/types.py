@@ -447,7 +447,8 @@ class RewriteRule(StrEnum):
 
 
 class ClaimStatus(StrEnum):
-    """A checked claim's verdict (`citegate.pipeline.citations.ClaimCheck.status`)."""
+    """A checked claim's verdict (`pipeline.claimcheck.ClaimVerdict.status`, and notebook 04's
+    citation check, `ClaimCheck.status`)."""
 
     UNCITED = "uncited"  # cites nothing
     SUPPORTED = "supported"  # a cited source's cosine reaches the threshold

@@ -1,15 +1,12 @@
-"""Answer writers over numbered notes: the closed-book composer, and the related design's writer.
+"""The composers' shared answer type and the closed-book (generative) composer.
 
 `compose_closed_book` is the generative composer of a turn (`PipelineConfig.composer:
 generative`): prose from the numbered notes under the closed-book rules (`CLOSED_BOOK_RULES`),
 at the config's temperature, or the fixed abstention sentence (`ABSTENTION`, the same text the
 turn shows when it declines) and nothing else. `abstention` is the one detector of that sentence
 that the turn and the evaluation share. The model sees bare note numbers; the server maps them
-back to addresses after the claim check (`claimcheck`).
-
-`compose` is the related design's writer, kept as a comparison: every sentence ends with
-`[SOURCED]` (stated by a cited source) or `[INFERRED]` (its own inference); the post-hoc checks of
-`citegate.pipeline.citations` audit it. Nothing in this module checks what it writes.
+back to addresses after the claim check (`claimcheck`). `Composed` is what every composer
+returns (the extractive one too).
 """
 
 from __future__ import annotations
@@ -35,14 +32,6 @@ CLOSED_BOOK_RULES = (
     "When the notes disagree, say that they disagree and cite each side; prefer the newer note.",
     "Never invent a number, a name, a date or an identifier that the notes do not contain.",
     "Write 1 to 4 short sentences in the language of the question.",
-)
-
-COMPOSE_SYSTEM = (
-    "You answer a question using ONLY the numbered sources given. Write 1 to 4 short sentences in "
-    "the language of the question. End every sentence with the numbers of the sources it comes "
-    "from in square brackets and then the tag [SOURCED], in the form: <sentence> [n] [SOURCED]. "
-    "A sentence that is your own inference, not stated by a source, ends with [INFERRED] instead. "
-    "Never cite a number that is not in the list."
 )
 
 
@@ -129,49 +118,12 @@ def compose_closed_book(
     return Composed(call.text.strip(), offered, CallStatus.OK.value, call)
 
 
-def compose_messages(question: str, sources: Sequence[str], chars: int) -> list[dict[str, str]]:
-    """The writer prompt: sources numbered from 1 (whitespace collapsed, cut at `chars`), then
-    the question."""
-    shown = numbered(sources, chars)
-    return [
-        {"role": "system", "content": COMPOSE_SYSTEM},
-        {"role": "user", "content": f"Sources:\n{shown}\n\nQuestion: {question}"},
-    ]
-
-
-def compose(
-    client: ChatClient,
-    question: str,
-    sources: Sequence[str],
-    options: CallOptions = DEFAULT_OPTIONS,
-    *,
-    max_sources: int = 5,
-    chars: int = 300,
-) -> Composed:
-    """Write a tagged, cited answer over the first `max_sources` source texts (one cached call of
-    `options.max_tokens`; free text, so the JSON mode does not apply).
-    `offered` maps each number shown to the FULL text of that source: what a claim citing it can
-    be checked against. A failed call yields an empty answer and its reason, never an exception."""
-    shown = [t for t in sources[:max_sources] if t.strip()]
-    offered = {str(i): t for i, t in enumerate(shown, 1)}
-    if not shown:
-        return Composed("", offered, CallStatus.NO_SOURCES.value)
-    try:
-        call = client.chat(compose_messages(question, shown, chars), max_tokens=options.max_tokens)
-    except LLMError as exc:
-        return Composed("", offered, f"{CallStatus.LLM_ERROR}: {exc}")
-    return Composed(call.text.strip(), offered, CallStatus.OK.value, call)
-
-
 __all__ = [
     "ABSTENTION",
     "CLOSED_BOOK_RULES",
-    "COMPOSE_SYSTEM",
     "FRAMING_RULE",
     "Composed",
     "abstention",
     "closed_book_messages",
-    "compose",
     "compose_closed_book",
-    "compose_messages",
 ]

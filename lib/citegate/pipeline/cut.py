@@ -184,9 +184,3 @@ def cut(pool: Sequence[Candidate], cfg: PipelineConfig) -> tuple[list[Candidate]
         fate = Stage.KEPT_GROUPED if stage[rep_id].kept else stage[rep_id]
         stage.update((c.fragment_id, fate) for c in group)
     return notes, stage
-
-
-def compact(notes: Sequence[Candidate], cited_ids: Sequence[int]) -> list[Candidate]:
-    """Before generation, keep only the notes the plan cites (in citation order, no repeats)."""
-    by_id = {c.fragment_id: c for c in notes}
-    return [by_id[i] for i in dict.fromkeys(cited_ids) if i in by_id]

@@ -26,7 +26,7 @@ import psycopg
 from citegate.core.config import PipelineConfig
 from citegate.core.types import Decision, GateKind, GateReason, RetrievalResult
 from citegate.models.gate_model import LearnedGate
-from citegate.pipeline.arms import gate_signal
+from citegate.pipeline.fusion import gate_signal
 from citegate.pipeline.gate import question_language
 from citegate.pipeline.signals import (
     IndexFacts,

@@ -50,12 +50,6 @@ DISCLAIMERS = {
     "и может быть неточным.",
     "hi": "यह उत्तर विश्वसनीय स्रोतों से नहीं है: यह सामान्य ज्ञान पर आधारित है और गलत हो सकता है।",
 }
-# Content words (prefixes, so Russian and Hindi inflection pass) that a paraphrase must keep.
-DISCLAIMER_KEYS = {
-    "en": ("not", "trusted", "source", "general", "knowledge"),
-    "ru": ("не", "проверен", "источник", "общ", "знани"),
-    "hi": ("नहीं", "विश्वसनीय", "स्रोत", "सामान्य", "ज्ञान"),
-}
 DECLINES = {
     "en": "Sorry, this question is outside what this assistant covers ({scope}), so I cannot "
     "answer it here.",
@@ -97,7 +91,6 @@ SEARCHED_NONE = {
 }
 LANGUAGE_NAMES = {"en": "English", "ru": "Russian", "hi": "Hindi"}
 PROMPT_VARIANTS = ("asked", "asked_painted", "not_asked")
-BRANCHES = tuple(Branch)
 MAX_PROBES = 5
 Search = Callable[[str], Sequence[Candidate]]
 
@@ -126,18 +119,6 @@ def normalize(text: str) -> str:
     """Casefolded, punctuation and symbols turned into spaces, whitespace collapsed."""
     chars = (" " if unicodedata.category(ch)[0] in "PSZC" else ch for ch in (text or "").casefold())
     return " ".join("".join(chars).split())
-
-
-def disclaimer_present(model_text: str, lang: str) -> tuple[bool, bool]:
-    """(exact, normalized): the disclaimer verbatim in the text; or, after `normalize`, as a
-    substring, or every key content word of it present (as a word prefix)."""
-    want = disclaimer_for(lang)
-    exact = want in (model_text or "")
-    norm_text = normalize(model_text)
-    words = norm_text.split()
-    keys = DISCLAIMER_KEYS[fixed_strings_language(lang)]
-    keyed = all(any(w.startswith(k) for w in words) for k in keys)
-    return exact, exact or normalize(want) in norm_text or keyed
 
 
 def paint(answer: str, lang: str) -> str:
@@ -421,11 +402,9 @@ def fallback_turn(
 
 
 __all__ = [
-    "BRANCHES",
     "CORPUS_SCOPES",
     "DECLINES",
     "DISCLAIMERS",
-    "DISCLAIMER_KEYS",
     "NOT_FOUND",
     "PROMPT_VARIANTS",
     "SEARCHED",
@@ -439,7 +418,6 @@ __all__ = [
     "decline_text",
     "detect_language",
     "disclaimer_for",
-    "disclaimer_present",
     "fallback_messages",
     "fallback_reply_schema",
     "fallback_turn",

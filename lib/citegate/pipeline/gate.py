@@ -41,38 +41,14 @@ def question_language(question: str) -> str:
     return script_language(question)
 
 
-def is_coverage_sufficient(
-    notes: Sequence[Scored], cfg: PipelineConfig, language: str | None = None
-) -> bool:
-    """max ≥ sufficient_score (of `language`) and at least `sufficient_lectures` lecture chunks."""
-    return (
-        max_score(notes) >= cfg.thresholds(language)["sufficient_score"]
-        and lecture_count(notes) >= cfg.sufficient_lectures
-    )
-
-
-def is_coverage_good_enough(
-    notes: Sequence[Scored], cfg: PipelineConfig, language: str | None = None
-) -> bool:
-    """Sufficient, or max ≥ good_enough_score (of `language`): stop fanning out."""
-    return (
-        is_coverage_sufficient(notes, cfg, language)
-        or max_score(notes) >= cfg.thresholds(language)["good_enough_score"]
-    )
-
-
-def should_bail_out(
-    notes: Sequence[Scored], cfg: PipelineConfig, language: str | None = None
-) -> bool:
-    """max < bail_out_score (of `language`): the corpus does not cover the question."""
-    return max_score(notes) < cfg.thresholds(language)["bail_out_score"]
-
-
 def verdict(
     notes: Sequence[Scored], cfg: PipelineConfig, language: str | None = None
 ) -> GateVerdict:
-    """Evaluate every gate function on one round's notes, with the thresholds of `language`
-    (None, or a language without an entry in `cfg.language_thresholds`: the global ones)."""
+    """The gate's reading of one round's notes: sufficient (max ≥ sufficient_score and at least
+    `sufficient_lectures` lecture chunks), good enough (sufficient, or max ≥ good_enough_score:
+    stop fanning out) and bail out (max < bail_out_score: the corpus does not cover the
+    question), with the thresholds of `language` (None, or a language without an entry in
+    `cfg.language_thresholds`: the global ones)."""
     top, lectures = max_score(notes), lecture_count(notes)
     t = cfg.thresholds(language)
     sufficient = top >= t["sufficient_score"] and lectures >= cfg.sufficient_lectures
@@ -87,11 +63,8 @@ def verdict(
 
 __all__ = [
     "GateVerdict",
-    "is_coverage_good_enough",
-    "is_coverage_sufficient",
     "lecture_count",
     "max_score",
     "question_language",
-    "should_bail_out",
     "verdict",
 ]

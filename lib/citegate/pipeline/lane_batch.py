@@ -26,7 +26,6 @@ similarity are `real`, and a binary float4 would not round to the same Python fl
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import psycopg
@@ -232,21 +231,6 @@ def _per_text(rows: Sequence[tuple], which: Sequence[int]) -> list[tuple]:
         else:
             out.append((lane, n, ids, scores))
     return out
-
-
-def round_hits(
-    conn: psycopg.Connection,
-    texts: Sequence[str],
-    qvecs: np.ndarray,
-    embedder_id: str,
-    corpora: Sequence[str],
-    k: int,
-    trigram_threshold: float = 0.6,
-    **kw: Any,
-) -> list[list[lanes.LaneHit]]:
-    """`batch_hits` with one depth for every text (one fanout round)."""
-    ks = [k] * len(texts)
-    return batch_hits(conn, texts, qvecs, ks, embedder_id, corpora, trigram_threshold, **kw)
 
 
 def _assemble(

@@ -142,15 +142,9 @@ def outline_call(
     return Outline(v.theses, v.cited, res.status, res.calls, v.dropped, v.dropped_refs)
 
 
-def outline(client: ChatClient, question: str, notes: Sequence[Candidate]) -> list[str]:
-    """The planner's theses over the notes; an empty list means `corpus_insufficient`."""
-    return list(outline_call(client, question, notes).theses)
-
-
 __all__ = [
     "OUTLINE_SCHEMA",
     "Outline",
-    "outline",
     "outline_call",
     "outline_messages",
     "parse_outline",

@@ -1,7 +1,8 @@
 """How a retrieval result and a whole turn are shown: text for a person, JSON for a program.
 
 The pipeline's own reply text uses `where` (a note's address), and `citegate ask` prints
-`render_text` / `to_json` (retrieval) and `render_turn` / `turn_dict` (the `--answer` turn).
+`render_text` / `result_dict` (retrieval) and `render_turn` / `turn_dict` (the `--answer` turn),
+JSON through `dumps`.
 Plain functions of the result objects, no I/O: the CLI only chooses which one to print.
 
 Text that comes from users' files, the corpus or a model (the question, an address, a passage, a
@@ -153,11 +154,6 @@ def dumps(data: object) -> str:
     """The JSON text every machine-readable output uses (UTF-8 kept, indented), with control
     and bidi characters written as JSON escapes: safe on a terminal, the same data parsed."""
     return visible(json.dumps(data, ensure_ascii=False, indent=2), as_json=True)
-
-
-def to_json(res: RetrievalResult, show_trace: bool = False) -> str:
-    """`result_dict` as JSON text."""
-    return dumps(result_dict(res, show_trace))
 
 
 def render_turn(turn: Turn) -> str:
@@ -328,7 +324,6 @@ __all__ = [
     "render_text",
     "render_turn",
     "result_dict",
-    "to_json",
     "trace_rows",
     "trace_table",
     "turn_dict",

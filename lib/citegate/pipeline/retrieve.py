@@ -37,10 +37,8 @@ from citegate.models.embed import Embedder
 from citegate.models.gate_model import LearnedGate
 from citegate.models.rerank import Reranker
 from citegate.pipeline import lane_batch, lanes, memory
-from citegate.pipeline.arms import rrf_replay
 from citegate.pipeline.cut import (
     cap,
-    compact,
     cut,
     dedup,
     lane_view,
@@ -50,6 +48,7 @@ from citegate.pipeline.cut import (
     top_k,
 )
 from citegate.pipeline.decide import decide
+from citegate.pipeline.fusion import rrf_replay
 from citegate.pipeline.gate import question_language, verdict
 from citegate.pipeline.plan import OfflinePlanner, Planner, keywords
 from citegate.store.memory import NoteHit
@@ -399,7 +398,6 @@ __all__ = [
     "RoundResult",
     "cap",
     "collect",
-    "compact",
     "cut",
     "dedup",
     "pre_floor",

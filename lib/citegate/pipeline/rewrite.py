@@ -4,7 +4,7 @@ A follow-up such as "and what does verse 14 say?" searches badly on its own, so 
 it into a standalone search query. The model sees the conversation only as DATA: every turn is
 JSON-quoted inside a delimited block (angle brackets escaped, so no turn can close the block) and
 the instructions say not to obey anything written there. Whatever comes back is checked by
-`validate_rewrite`; a rewrite that is empty, bloated, multi-paragraph, a refusal or preamble, one
+`checked_rewrite`; a rewrite that is empty, bloated, multi-paragraph, a refusal or preamble, one
 that retrieval could not take (`model_output.check_query`: symbols only, a JSON fragment, ...), or
 that loses an identifier of the original (error code, version, verse address, quoted phrase) is
 rejected and the raw query is searched instead, with the reason recorded. An accepted rewrite is
@@ -248,18 +248,12 @@ def checked_rewrite(original: str, candidate: str) -> tuple[str | None, str]:
     return (None, problem) if problem else (query, RewriteRule.OK.value)
 
 
-def validate_rewrite(original: str, candidate: str) -> tuple[bool, str]:
-    """(True, "ok") for a usable rewrite, else (False, "<rule>: <detail>"): `checked_rewrite`'s
-    verdict without the query."""
-    query, reason = checked_rewrite(original, candidate)
-    return query is not None, reason
-
-
 # --------------------------------------------------------------------------- verse follow-ups
 
 # A follow-up that points at a verse through the conversation ("and the next verse?", "what
 # does the previous verse say?", "in that verse", "the passage", "verse 14"), in English,
-# Russian and Hindi (the forms notebook 01's follow-ups use: `studies.followup.ELLIPTICAL`).
+# Russian and Hindi (the forms notebook 01's follow-ups use:
+# `studies.prefloor_recall.followup.ELLIPTICAL`).
 _NEXT = re.compile(r"\b(?:the\s+)?(?:next|following)\s+verse\b|следующ\w*\s+стих\w*", re.I)
 _PREVIOUS = re.compile(r"\b(?:the\s+)?(?:previous|preceding)\s+verse\b|предыдущ\w*\s+стих\w*", re.I)
 _BARE = re.compile(r"\bverse\s+(\d{1,2})\b|\bстих\w*\s+(\d{1,2})\b", re.I)

@@ -23,19 +23,8 @@ as the training mean):
 - `lexical_rank`: 1 / the best lexical-lane rank among the final notes (1.0 = the top full-text
   hit is a note), 0 when no note came from the lexical lane;
 - `ltr_max_prob`: max rerank score of the final notes when the trace was reranked, else NaN;
-- `two_scale_score`: the two-scale arm's gate value (`arms.gate_signal` under arm=rrf_hybrid,
+- `two_scale_score`: the two-scale arm's gate value (`fusion.gate_signal` under arm=rrf_hybrid,
   gate=two_scale) replayed from the same trace.
-
-The gate study (notebook 03) compares the replay-only ones (`cosine_signals`) with five more,
-`STUDY_SIGNALS`, from the same result and trace (`study_signals`; no index facts, no texts):
-
-- `max_rerank`: max rerank score of the final notes, a note without one counted by its cosine;
-- `margin_top1_top2_zero_filled`: `margin_top1_top2` with a missing note counted as cosine 0
-  (the best cosine with one note, 0 without notes), where production's margin is NaN; the RRF
-  arm's context cap can leave fewer than 2 notes, so the two differ there;
-- `max_verse_cosine`: max cosine of the final verse notes, 0 without one;
-- `rrf_fusion_max`, `rrf_rerank_max`: the RRF arm's max fusion score and max rerank score (0
-  when unscored) of its own top notes, the two scales the two-scale gate switches between.
 """
 
 from __future__ import annotations
@@ -49,24 +38,14 @@ from dataclasses import dataclass, field
 import psycopg
 
 from citegate.core.config import PipelineConfig
-from citegate.core.text import script_language
 from citegate.core.types import Candidate, RetrievalResult
 from citegate.corpus.sources.address import named_verses, verse_label
 from citegate.models.gate_model import SIGNALS
-from citegate.pipeline.arms import gate_signal, rrf_cut, rrf_replay
-from citegate.pipeline.cut import lane_view
+from citegate.pipeline.fusion import gate_signal, rrf_replay
 from citegate.pipeline.lanes import lexical_query
-from citegate.store.tables import fragment_texts
 
 TOP_K_MEAN = 3  # notes averaged by topk_mean_cosine
 RARE_MAX_SHARE = 0.10  # a term in more than this share of the documents is not rare
-STUDY_SIGNALS = (
-    "max_rerank",
-    "margin_top1_top2_zero_filled",
-    "max_verse_cosine",
-    "rrf_fusion_max",
-    "rrf_rerank_max",
-)
 
 FACTS_SQL = """
 SELECT addr_label, text FROM fragments
@@ -110,12 +89,6 @@ def index_facts(conn: psycopg.Connection, corpora: Sequence[str], embedder_id: s
 
 
 # --------------------------------------------------------------------------- signals
-
-
-def question_language(question: str) -> str:
-    """The language key of a question for per-language statistics: its script (`hi`, `ru`,
-    `en`), as `core.text.script_language` reads it (the LTR features use the same rule)."""
-    return script_language(question)
 
 
 def content_terms(question: str) -> list[str]:
@@ -164,24 +137,6 @@ def cosine_signals(notes: Sequence[Candidate]) -> dict[str, float]:
         "max_cosine": cos[0] if cos else 0.0,
         "topk_mean_cosine": sum(cos[:TOP_K_MEAN]) / len(cos[:TOP_K_MEAN]) if cos else 0.0,
         "margin_top1_top2": cos[0] - cos[1] if len(cos) > 1 else math.nan,
-    }
-
-
-def study_signals(result: RetrievalResult, cfg: PipelineConfig) -> dict[str, float]:
-    """The gate study's extra signals (`STUDY_SIGNALS`, in order) of one replayed result; the
-    RRF ones replay the same trace under arm=rrf_hybrid."""
-    notes = result.notes
-    reranked = result.trace.reranker_id != "none"
-    pool = lane_view(result.trace.candidates, cfg.pin_named_verses)  # the pool `cfg` sees
-    rrf_notes, _, fused = rrf_cut(pool, cfg.replace(arm="rrf_hybrid"), reranked)
-    rerank = (c.rerank_score if c.rerank_score is not None else c.score for c in notes)
-    cos = _cosines(notes) or [0.0]
-    return {
-        "max_rerank": max(rerank, default=0.0),
-        "margin_top1_top2_zero_filled": cos[0] - (cos[1] if len(cos) > 1 else 0.0),
-        "max_verse_cosine": max((c.score for c in notes if c.kind == "verse"), default=0.0),
-        "rrf_fusion_max": max((fused[c.fragment_id] for c in rrf_notes), default=0.0),
-        "rrf_rerank_max": max((c.rerank_score or 0.0 for c in rrf_notes), default=0.0),
     }
 
 
@@ -235,49 +190,7 @@ def signals(
     return {k: float(out[k]) for k in SIGNALS}
 
 
-def signals_for(
-    conn: psycopg.Connection,
-    results: Mapping[str, RetrievalResult],
-    cfg: PipelineConfig,
-) -> dict[str, dict[str, float]]:
-    """`signals` of many results searched under `cfg` (one corpus set, one embedder): the index
-    facts and the notes' texts are fetched once for all of them. Keyed like `results`."""
-    facts = index_facts(conn, cfg.corpora, cfg.embedder)
-    texts = fragment_texts(conn, {c.fragment_id for r in results.values() for c in r.notes})
-    return {k: signals(r, cfg, facts, texts) for k, r in results.items()}
-
-
 # --------------------------------------------------------------------------- explanation
-
-
-@dataclass(frozen=True)
-class GateEvidence:
-    """One question's signals with what they rest on: its language, the verses it names and
-    which of them the index lacks; `reason` is the sentence `explain` writes."""
-
-    signals: dict[str, float]
-    language: str
-    named: tuple[str, ...]
-    absent: tuple[str, ...]
-    reason: str
-
-
-def evidence(
-    result: RetrievalResult,
-    cfg: PipelineConfig,
-    facts: IndexFacts,
-    texts: Mapping[int, str],
-) -> GateEvidence:
-    """Signals, language, named and absent addresses and the human reason for one result."""
-    sig = signals(result, cfg, facts, texts)
-    named = named_labels(result.trace.question)
-    return GateEvidence(
-        sig,
-        question_language(result.trace.question),
-        tuple(named),
-        tuple(a for a in named if a not in facts.addresses),
-        explain(sig, named, facts),
-    )
 
 
 def _listing(labels: Sequence[str]) -> str:
@@ -317,21 +230,15 @@ def explain(sig: Mapping[str, float], named: Sequence[str], facts: IndexFacts) -
 
 __all__ = [
     "SIGNALS",
-    "STUDY_SIGNALS",
-    "GateEvidence",
     "IndexFacts",
     "content_terms",
     "cosine_signals",
-    "evidence",
     "explain",
     "index_facts",
     "lexical_coverage",
     "named_labels",
-    "question_language",
     "rare_terms",
     "signals",
-    "signals_for",
-    "study_signals",
     "term_weight",
     "tokens",
     "two_scale_score",

@@ -83,18 +83,3 @@ def support_scores(
     sims = c @ u.T
     starts = np.cumsum([0] + [len(p) for p in pieces[:-1]])
     return np.asarray(np.maximum.reduceat(sims, starts, axis=1), dtype=np.float32)
-
-
-def pair_scores(
-    embedder: Embedder, claims: Sequence[str], notes: Sequence[str], mode: str = DEFAULT_MODE
-) -> np.ndarray:
-    """The support score of each aligned (claims[i], notes[i]) pair, each distinct text embedded
-    once (`support_scores` over the distinct claims and notes, then read pair by pair)."""
-    if len(claims) != len(notes):
-        raise ValueError(f"claims and notes must align ({len(claims)} vs {len(notes)})")
-    uc, un = list(dict.fromkeys(claims)), list(dict.fromkeys(notes))
-    ci, ni = {t: i for i, t in enumerate(uc)}, {t: i for i, t in enumerate(un)}
-    matrix = support_scores(embedder, uc, un, mode)
-    rows = np.array([ci[t] for t in claims], dtype=int)
-    cols = np.array([ni[t] for t in notes], dtype=int)
-    return matrix[rows, cols] if len(rows) else np.zeros(0, dtype=np.float32)

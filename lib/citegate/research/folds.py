@@ -4,7 +4,7 @@ certificate counts. Every question belongs to the fold that holds its group out
 questions, the answerable questions of the previous fold and the out-of-scope questions whose
 salted fold is 3, so each question has at most one out_of_corpus and one answerable row, both in
 its own fold, and a rotation that tests fold 3 never fits on a row of it
-(`studies.signals.compute.crossfit`). The audit sheet of the fold audit reads the same sample.
+(`studies.gate_signals.compute.crossfit`). The audit sheet of the fold audit reads the same sample.
 
 An imported corpus with folds (`citegate data split NAME --folds K`) works the same way: its
 fold count is the import's (`builds.fold_count`), its questions' fold is the fold that holds out
@@ -29,9 +29,10 @@ FOLD_LIMIT = 100  # experiment 05's fold sample: questions per label, set and fo
 
 
 def fold_selector(base: str, fold: int) -> Callable[[str, Question], bool]:
-    """Which questions fold build `fold` of `base` is asked (see `studies.signals.compute.crossfit`):
-    its own held-out questions (out_of_corpus), the answerable questions of the previous fold,
-    and the out-of-scope questions whose salted fold is this one. So every question has at most
+    """Which questions fold build `fold` of `base` is asked (see
+    `studies.gate_signals.compute.crossfit`): its own held-out questions (out_of_corpus), the
+    answerable questions of the previous fold, and the out-of-scope questions whose salted fold
+    is this one. So every question has at most
     one out_of_corpus and one answerable row, both in the fold of its group."""
     k = fold_count(base)
     if k < 2:

@@ -23,8 +23,8 @@ from citegate.corpus.questions import Question, QuestionSet, load_set, resolve_g
 from citegate.evaluation.sampling import salted_order
 from citegate.models.embed import default_embedder
 from citegate.pipeline.retrieve import RetrievalResult, RetrievalTrace, replay
-from citegate.pipeline.vector_replay import PackedTraces, VectorResult, pack, replay_many
 from citegate.research.traces import traces_for
+from citegate.research.vector_replay import PackedTraces, VectorResult, pack, replay_many
 from citegate.store.db import connect
 from citegate.store.production import load_reranker
 
@@ -50,7 +50,7 @@ class StudySet:
 
     def replay_summaries(self, cfg: PipelineConfig) -> dict[str, VectorResult]:
         """The notes (fragment ids, in order), decision and max cosine `replay_all` gives, computed
-        for every question at once as array operations (`pipeline.vector_replay`): the fast path
+        for every question at once as array operations (`research.vector_replay`): the fast path
         for sweeps over many configs. The traces are packed once per set and reused."""
         if self._packed is None:
             self._packed = pack([self.traces[q.id] for q in self.questions])

@@ -14,8 +14,8 @@ from tqdm.auto import tqdm
 
 from citegate.core.config import PipelineConfig
 from citegate.pipeline.retrieve import RetrievalResult, RetrievalTrace, replay
-from citegate.pipeline.vector_replay import VectorResult, pack, replay_many
 from citegate.research.bench.common import ratio, timed
+from citegate.research.vector_replay import VectorResult, pack, replay_many
 
 VECTOR_REPEATS = 5  # passes of the vectorised grid (the median is reported)
 # The replay grid changes cut thresholds only, so every config replays the same traces.

@@ -1,1 +1,0 @@
-"""Notebook 07: curated memory, the pre-check and the lean path."""
