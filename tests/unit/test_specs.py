@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from citegate.core import paths
+from citegate.core.errors import ConfigError
 from citegate.tracking.spec import ExperimentSpec, NotebookParam, load_spec
 
 SHIPPED = sorted(
@@ -81,3 +82,12 @@ def test_every_notebook_parameter_with_a_literal_default_is_logged(path: Path) -
         logged = spec.effective(spec.resolved(profile, {}))
         literal = {n for n, p in spec.notebook_params.items() if p.literal()[0]}
         assert set(logged) == literal - {"RUN_DIR", "PIPELINE"}
+
+
+def test_an_extends_path_with_a_nul_byte_is_one_refusal(tmp_path: Path) -> None:
+    """A NUL byte cannot name a file: the spec is refused in one line, not a ValueError from
+    the path library (found by the spec fuzz test)."""
+    path = tmp_path / "nul.yaml"
+    path.write_text('name: x\nextends: "a\\0b"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="extends must be the path of a spec"):
+        load_spec(path)

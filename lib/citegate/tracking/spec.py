@@ -224,7 +224,7 @@ def read_spec(path: Path, _seen: tuple[Path, ...] = ()) -> Any:
     if not isinstance(data, dict) or "extends" not in data:
         return data
     parent = data.pop("extends")
-    if not isinstance(parent, str) or not parent:
+    if not isinstance(parent, str) or not parent or "\x00" in parent:
         raise ConfigError(f"{path}: extends must be the path of a spec, got {parent!r}")
     if "name" not in data:
         raise ConfigError(f"{path}: a spec that extends another needs its own name")
