@@ -191,12 +191,11 @@ def test_bar_json_holds_the_verdicts(tmp_path: Path) -> None:
 
 def test_each_model_s_bar_becomes_a_verdict_that_reads_back(tmp_path: Path) -> None:
     """The table as verdicts (what `citegate models adopt` reads): the same pass or fail per
-    model, the information line never deciding, the role model id the config runs."""
+    model, the information line never deciding."""
     frame = pd.concat([answers(), answers("weak", in_scope_correct=30)])
     table = compute.bar_table(frame, pd.concat([claims(), claims("weak")]), n_boot=200)
-    ids = {GOOD: "openrouter/vendor/good"}
-    verdicts = {v.model: v for v in fs.fallback_verdicts(table, "run-f", ids)}
-    assert verdicts["openrouter/vendor/good"].passed and not verdicts["weak"].passed
+    verdicts = {v.model: v for v in fs.fallback_verdicts(table, "run-f")}
+    assert verdicts[GOOD].passed and not verdicts["weak"].passed
     assert "in-scope accuracy" in verdicts["weak"].why_not()
     assert compute.bar_verdicts(table) == {GOOD: True, "weak": False}
     for v in verdicts.values():

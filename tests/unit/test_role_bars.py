@@ -48,14 +48,13 @@ def followup_frames(accepted: int, rewrite_hits: int, raw_hits: int, n: int = 40
 
 
 def test_rewrite_bar_needs_accepted_rewrites_that_beat_raw() -> None:
-    ids = {"smollm2-135m": LOCAL}
-    (good,) = rewrite_verdicts(*followup_frames(40, 38, 20), "run-a", ids)
+    (good,) = rewrite_verdicts(*followup_frames(40, 38, 20), "run-a")
     assert good.passed and good.model == LOCAL and good.role == "rewrite"
     errors = next(c for c in good.criteria if c.name == "model_errors")
     assert errors.n == 41 and errors.passed is None  # the failed call is shown, never scored
-    (same,) = rewrite_verdicts(*followup_frames(40, 20, 20), "run-a", ids)
+    (same,) = rewrite_verdicts(*followup_frames(40, 20, 20), "run-a")
     assert not same.passed and "recall" in same.why_not()  # no better than as written
-    (rejected,) = rewrite_verdicts(*followup_frames(0, 20, 20), "run-a", ids)
+    (rejected,) = rewrite_verdicts(*followup_frames(0, 20, 20), "run-a")
     assert "rewrites the validator accepts: 0% of 40" in rejected.why_not()
 
 
@@ -79,12 +78,11 @@ def planner_rows(planned: int, kept: int, offline_hits: int = 30, n: int = 40) -
 
 
 def test_planner_bar_keeps_what_the_question_alone_finds() -> None:
-    ids = {"smollm2-135m": LOCAL}
-    (good,) = planner_verdicts(planner_rows(40, 30), "run-b", ids)
+    (good,) = planner_verdicts(planner_rows(40, 30), "run-b")
     assert good.passed and good.role == "planner"
-    (lossy,) = planner_verdicts(planner_rows(40, 20), "run-b", ids)
+    (lossy,) = planner_verdicts(planner_rows(40, 20), "run-b")
     assert not lossy.passed and "gold verses the offline plan finds" in lossy.why_not()
-    (unparsed,) = planner_verdicts(planner_rows(10, 30), "run-b", ids)
+    (unparsed,) = planner_verdicts(planner_rows(10, 30), "run-b")
     assert not unparsed.passed and "planned" in unparsed.why_not()
     table = planner_table(planner_rows(40, 20))
     row = table.iloc[0]
@@ -136,10 +134,9 @@ def test_judge_bar_is_its_position_bias() -> None:
 
 
 def test_verdicts_are_written_tabled_and_stated(tmp_path: Path) -> None:
-    ids = {"smollm2-135m": LOCAL}
     verdicts = [
-        *rewrite_verdicts(*followup_frames(40, 38, 20), "run-a", ids),
-        *planner_verdicts(planner_rows(10, 30), "run-a", ids),
+        *rewrite_verdicts(*followup_frames(40, 38, 20), "run-a"),
+        *planner_verdicts(planner_rows(10, 30), "run-a"),
     ]
     paths = save_verdicts(tmp_path, verdicts)
     assert [p.parent.name for p in paths] == [VERDICTS_DIR, VERDICTS_DIR]

@@ -7,6 +7,7 @@ computed from them which model passed which bar and why not.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,27 @@ VERDICT_COLUMNS = [
     "passed",
     "reason",
 ]
+
+
+@dataclass(frozen=True)
+class VerdictReport:
+    """What a notebook records of its verdicts: the files written into its run folder, the
+    table, the metrics and the sentences."""
+
+    paths: list[Path]
+    table: pd.DataFrame
+    metrics: dict[str, float]
+    text: str
+
+
+def report_verdicts(run_dir: Any, verdicts: Sequence[RoleVerdict]) -> VerdictReport:
+    """Write the verdicts into the run folder and make their table, metrics and sentences."""
+    return VerdictReport(
+        save_verdicts(run_dir, verdicts),
+        verdict_table(verdicts),
+        verdict_metrics(verdicts),
+        verdict_sentences(verdicts),
+    )
 
 
 def save_verdicts(run_dir: Any, verdicts: Sequence[RoleVerdict]) -> list[Path]:
@@ -83,6 +105,8 @@ def verdict_sentences(verdicts: Sequence[RoleVerdict]) -> str:
 
 __all__ = [
     "VERDICT_COLUMNS",
+    "VerdictReport",
+    "report_verdicts",
     "save_verdicts",
     "verdict_metrics",
     "verdict_sentences",

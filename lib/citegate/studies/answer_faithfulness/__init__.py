@@ -19,6 +19,7 @@ from __future__ import annotations
 from citegate.corpus.audited_claims import load_audited
 from citegate.corpus.claims import build_claims
 from citegate.research.study import production_base
+from citegate.research.verdicts import report_verdicts
 from citegate.studies.answer_faithfulness.answers import (
     answers_frame,
     check_errors,
@@ -29,6 +30,7 @@ from citegate.studies.answer_faithfulness.answers import (
     production_composer,
 )
 from citegate.studies.answer_faithfulness.artifacts import save_recommendation
+from citegate.studies.answer_faithfulness.bars import role_verdicts
 from citegate.studies.answer_faithfulness.judge import judge_summary
 from citegate.studies.answer_faithfulness.report import (
     composer_lines,
@@ -103,7 +105,9 @@ __all__ = [
     "production_composer",
     "realised_frame",
     "record_questions",
+    "report_verdicts",
     "roc_frame",
+    "role_verdicts",
     "save_recommendation",
     "score_pairs",
     "validate",

@@ -7,11 +7,13 @@ the judge's summary.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pandas as pd
 
 from citegate.core.verdicts import VERDICT_NOTEBOOKS, RoleVerdict
 from citegate.evaluation.bars import Criterion, judge, judge_rate, verdict
+from citegate.research.models import role_model_id
 from citegate.studies.answer_faithfulness.judge import JudgeSummary
 
 NAN = math.nan
@@ -68,4 +70,24 @@ def judge_verdict(summary: JudgeSummary, model: str, run: str) -> RoleVerdict:
     return verdict("judge", model, VERDICT_NOTEBOOKS["judge"], run, lines)
 
 
-__all__ = ["COMPOSER_BAR", "JUDGE_BAR", "composer_verdict", "judge_verdict"]
+def role_verdicts(
+    table: pd.DataFrame,
+    summary: JudgeSummary | None,
+    composers: Sequence[str],
+    judge_model: str,
+    run: str,
+) -> list[RoleVerdict]:
+    """The composer verdict of every generative composer in `table` (`generative:<model>`), and
+    the judge's when it judged (`summary`), each on the id a config's role field runs the model
+    as (`research.models.role_model_id`)."""
+    out = [
+        composer_verdict(table, name, role_model_id(name.partition(":")[2]), run)
+        for name in composers
+        if name.startswith("generative:") and name in set(table["composer"])
+    ]
+    if summary is not None and summary.n_pairs:
+        out.append(judge_verdict(summary, role_model_id(judge_model), run))
+    return out
+
+
+__all__ = ["COMPOSER_BAR", "JUDGE_BAR", "composer_verdict", "judge_verdict", "role_verdicts"]

@@ -23,6 +23,7 @@ are supported, is the `citation` subpackage
 
 from __future__ import annotations
 
+from citegate.research.verdicts import report_verdicts
 from citegate.studies.fallback_disclaimer.artifacts import fallback_verdicts, save_bar
 from citegate.studies.fallback_disclaimer.compute import (
     BAR,
@@ -80,6 +81,7 @@ __all__ = [
     "record_questions",
     "run_calls",
     "fallback_verdicts",
+    "report_verdicts",
     "save_bar",
     "scope_by_label",
     "scope_table",

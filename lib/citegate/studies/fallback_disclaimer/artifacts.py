@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from citegate.core.verdicts import VERDICT_NOTEBOOKS, CriterionResult, RoleVerdict
+from citegate.research.models import role_model_id
 from citegate.studies.fallback_disclaimer.compute import bar_verdicts
 
 BAR_FILE = "bar.json"
@@ -59,10 +60,10 @@ def bar_record(
     return out
 
 
-def fallback_verdicts(table: pd.DataFrame, run: str, role_ids: dict[str, str]) -> list[RoleVerdict]:
+def fallback_verdicts(table: pd.DataFrame, run: str) -> list[RoleVerdict]:
     """The bar table as one verdict on the fallback role per model (what `citegate models adopt`
-    reads); `role_ids` maps a study model name to the id a config's `fallback_model` runs it as
-    (`research.models.role_model_id`), `run` is the run folder's name."""
+    reads), each on the id a config's `fallback_model` runs the model as
+    (`research.models.role_model_id`); `run` is the run folder's name."""
     out = []
     for model, g in table.groupby("model", sort=True):
         lines = [
@@ -80,7 +81,7 @@ def fallback_verdicts(table: pd.DataFrame, run: str, role_ids: dict[str, str]) -
             )  # fmt: skip
             for r in g.to_dict("records")
         ]
-        role_model = role_ids.get(str(model), str(model))
+        role_model = role_model_id(str(model))
         out.append(
             RoleVerdict("fallback", role_model, VERDICT_NOTEBOOKS["fallback"], run, tuple(lines))
         )

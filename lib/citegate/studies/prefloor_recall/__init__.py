@@ -12,6 +12,7 @@ rewritten) is the `followup` subpackage, imported as
 
 from __future__ import annotations
 
+from citegate.research.verdicts import report_verdicts
 from citegate.studies.prefloor_recall.compute import (
     LOSS_ORDER,
     Arm,
@@ -29,6 +30,11 @@ from citegate.studies.prefloor_recall.compute import (
     overall_recall,
     recall_by_floor,
     waterfall,
+)
+from citegate.studies.prefloor_recall.planner import (
+    planner_table,
+    planner_verdicts,
+    run_planner,
 )
 from citegate.studies.prefloor_recall.plots import (
     plot_arms,
@@ -63,12 +69,16 @@ __all__ = [
     "load_arms",
     "naming_metrics",
     "overall_recall",
+    "planner_table",
+    "planner_verdicts",
     "plot_arms",
     "plot_cosines",
     "plot_recall",
     "plot_waterfall",
     "recall_by_floor",
     "recommended_config",
+    "report_verdicts",
+    "run_planner",
     "save_recommendation",
     "waterfall",
 ]

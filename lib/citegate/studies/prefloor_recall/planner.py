@@ -103,9 +103,9 @@ def planner_table(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def planner_verdicts(rows: pd.DataFrame, run: str, role_ids: dict[str, str]) -> list[RoleVerdict]:
+def planner_verdicts(rows: pd.DataFrame, run: str) -> list[RoleVerdict]:
     """One verdict on the planner role per model (`PLANNER_BAR`), failed calls left out;
-    `role_ids` maps a study model name to the id a config's `planner_model` runs it as."""
+    each on the id a config's `planner_model` runs the model as (`research.models.role_model_id`)."""
     plan_rate, kept, gained = PLANNER_BAR
     out = []
     for model, g in rows.groupby("model", sort=True):
@@ -117,12 +117,13 @@ def planner_verdicts(rows: pd.DataFrame, run: str, role_ids: dict[str, str]) -> 
             judge(gained, float(missed["plan_hit"].mean()) if len(missed) else float("nan"),
                   float("nan"), float("nan"), len(missed)),
         ]  # fmt: skip
-        out.append(verdict("planner", role_ids.get(str(model), str(model)), NOTEBOOK, run, lines))
+        out.append(verdict("planner", role_model_id(str(model)), NOTEBOOK, run, lines))
     return out
 
 
 def run_planner(
     qset: QuestionSet,
+    corpus: str,
     cfg: PipelineConfig,
     models: Sequence[str],
     *,
@@ -133,13 +134,13 @@ def run_planner(
     progress: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Plan `limit` sampled answerable questions of `qset` with each installed model and search
-    each plan and the question alone under `cfg`. Returns (rows, models table: used or skipped
+    each plan and the question alone in `corpus` under `cfg`. Returns (rows, models table: used or skipped
     with why); raises `ModelFailure` when a model's failed calls exceed `max_error_share`."""
     usable, skipped = resolve_models(models)
     info: list[dict[str, Any]] = [{"model": m, "used": False, "why": w} for m, w in skipped.items()]
     questions = sample_questions(qset, limit, split)
     emb = default_embedder()
-    cfg = cfg.replace(embedder=emb.id)
+    cfg = cfg.replace(embedder=emb.id, corpora=[corpus])
     rr = load_reranker(cfg)
     rows: list[dict[str, Any]] = []
     with connect() as conn:

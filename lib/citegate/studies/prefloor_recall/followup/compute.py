@@ -27,6 +27,7 @@ from citegate.pipeline.rewrite import (
     quoted_strings,
     resolve_verse_followup,
 )
+from citegate.research.models import role_model_id
 
 ARMS = ("raw", "concat", "rule", "rewrite")
 NOTEBOOK = VERDICT_NOTEBOOKS["rewrite"]
@@ -487,12 +488,10 @@ REWRITE_BAR = (
 )
 
 
-def rewrite_verdicts(
-    results: pd.DataFrame, rewrites: pd.DataFrame, run: str, role_ids: dict[str, str]
-) -> list[RoleVerdict]:
+def rewrite_verdicts(results: pd.DataFrame, rewrites: pd.DataFrame, run: str) -> list[RoleVerdict]:
     """One verdict on the rewrite role per model that wrote rewrites (`REWRITE_BAR`), measured
-    over every language; `role_ids` maps a study model name to the id a config's
-    `rewrite_model` runs it as (`research.models.role_model_id`). `run` is the run folder's
+    over every language, on the id a config's `rewrite_model` runs the model as
+    (`research.models.role_model_id`). `run` is the run folder's
     name."""
     accept, recall, errors = REWRITE_BAR
     raw = results[results["arm"] == "raw"]["hit"]
@@ -511,7 +510,7 @@ def rewrite_verdicts(
             judge(floor, float("nan"), float("nan"), float("nan"), 0),
             judge(errors, failed / len(g), float("nan"), float("nan"), len(g)),
         ]  # fmt: skip
-        out.append(verdict("rewrite", role_ids.get(str(model), str(model)), NOTEBOOK, run, lines))
+        out.append(verdict("rewrite", role_model_id(str(model)), NOTEBOOK, run, lines))
     return out
 
 
