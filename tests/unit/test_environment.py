@@ -1,7 +1,8 @@
 """requirements.lock is the environment pyproject.toml describes: every requirement of the core and
 the extras (and of the build system, the installer the Makefile takes from the lock) at a version
 inside its range, every entry pinned with hashes, and nothing named in the lock as a direct
-requirement that pyproject.toml no longer asks for. `make lock` rewrites the lock when this fails."""
+requirement that pyproject.toml no longer asks for. `make lock` rewrites the lock when this fails.
+The CI's neighbouring versions (.ci/neighbours.txt) lie inside the ranges and off the lock."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from packaging.version import Version
 from citegate.core import paths
 
 LOCK = paths.ROOT / "requirements.lock"
+NEIGHBOURS = paths.ROOT / ".ci" / "neighbours.txt"
 MAKEFILE = (paths.ROOT / "Makefile").read_text()
 
 
@@ -104,3 +106,22 @@ def test_the_lock_targets_the_python_pyproject_accepts() -> None:
     assert target, "the Makefile's LOCK_TARGET names no --python-version"
     requires = project()["project"]["requires-python"]
     assert Version(target.group(1)) in Requirement(f"python{requires}").specifier
+
+
+def test_the_neighbouring_versions_the_ci_keeps_are_inside_the_ranges_and_not_locked() -> None:
+    """.ci/install_check.sh installs these before `pip install .`, which must keep them: a
+    service that already runs another openai or pandas in the range installs citegate as is."""
+    lock = read_lock()
+    ranges = {canonicalize_name(r.name): r.specifier for r in requirements()}
+    pins = [
+        Requirement(line.split("#")[0].strip())
+        for line in NEIGHBOURS.read_text().splitlines()
+        if line.split("#")[0].strip()
+    ]
+    assert {canonicalize_name(p.name) for p in pins} >= {"openai", "pandas"}
+    for pin in pins:
+        name = canonicalize_name(pin.name)
+        (exact,) = pin.specifier
+        assert exact.operator == "==", pin
+        assert ranges[name].contains(exact.version), f"{pin} is outside {ranges[name]}"
+        assert exact.version != lock[name].version, f"{pin} is the locked version"
