@@ -1,4 +1,4 @@
-# citegate — `make help` lists the targets. Every target bootstraps .venv from pyproject.toml first.
+# citegate — `make help` lists the targets. Every target bootstraps .venv from requirements.lock first.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -6,10 +6,37 @@ STAMP := $(VENV)/.installed-stamp
 export PYTHONHASHSEED := 0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run run-full test lint format docs bench bench-scale lab doctor screenshot models clean
+.PHONY: help venv lock run run-full test lint format docs bench bench-scale lab doctor screenshot models clean
 
 help: ## List the targets with what they do
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+# requirements.lock is the environment of `make run` and `make test`: the core dependencies and
+# the research, llm and dev extras of pyproject.toml with everything they pull in, each at one
+# version with its hashes, for CPython 3.11 on x86_64 Linux with glibc 2.28 or newer
+# (manylinux_2_28). `make lock` writes it from pyproject.toml with uv; pip installs it with
+# --require-hashes --no-deps (the lock is complete: nothing is resolved at install time, and a
+# file whose hash differs is refused), then citegate itself, editable. The installer comes from
+# the lock too (pip, and setuptools and wheel, citegate's build backend), so citegate builds
+# without build isolation and nothing but llama.cpp's build tools is fetched unhashed.
+LOCK := requirements.lock
+INSTALLER := pip setuptools wheel
+# The lock's entries (the requirement line and its --hash lines) of the packages named in $(2)
+# when $(1) is 1, of every other package when $(1) is 0.
+lock_entries = awk -v names=" $(2) " -v pick=$(1) \
+	'/^[a-z0-9]/ { split($$0, f, /[=[ ]/); keep = (index(names, " " f[1] " ") > 0) == pick } \
+	 /^[a-z0-9]/ || /^ +--hash=/ { if (keep) print }' $(LOCK)
+
+# The whole environment but llama-cpp-python: what lint, format and the docs need (no compile).
+DEV_STAMP := $(VENV)/.dev-stamp
+$(DEV_STAMP): pyproject.toml $(LOCK)
+	$(PY) -m venv $(VENV)
+	$(call lock_entries,1,$(INSTALLER)) > $(VENV)/lock-installer.txt
+	$(BIN)/pip install -q --require-hashes --no-deps -r $(VENV)/lock-installer.txt
+	$(call lock_entries,0,$(INSTALLER) llama-cpp-python) > $(VENV)/lock-rest.txt
+	$(BIN)/pip install -q --require-hashes --no-deps -r $(VENV)/lock-rest.txt
+	$(BIN)/pip install -q --no-deps --no-build-isolation -e .
+	touch $@
 
 # llama-cpp-python compiles from source: every core (CMake passes -j to make; Ninja, which
 # scikit-build-core uses when it is on PATH, runs nproc+2 jobs anyway, measured 3 compilers at once
@@ -22,6 +49,8 @@ help: ## List the targets with what they do
 # of notebooks 01 and 04 failed. -mno-amx-* outranks -march=native whatever their order (GCC and
 # Clang), so the build is native but for AMX, the same code path on every x86 machine. It is
 # compiled with --no-cache-dir: a wheel cached from a build without these flags is never reused.
+# Its sdist is the lock's, hash-checked; pip's build isolation fetches its build backend
+# (scikit-build-core, CMake, Ninja) unhashed, the one part of the environment the lock does not pin.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
 LLAMA_CFLAGS ?= $(if $(filter x86_64 amd64,$(shell uname -m)),-mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
@@ -31,33 +60,48 @@ LLAMA_INSTALLED := import importlib.metadata as m; print(m.version('llama-cpp-py
 LLAMA_BUILD = CMAKE_BUILD_PARALLEL_LEVEL=$${CMAKE_BUILD_PARALLEL_LEVEL:-$(JOBS)} \
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $${CMAKE_ARGS:-}" \
 	CFLAGS="$(LLAMA_CFLAGS) $${CFLAGS:-}" CXXFLAGS="$(LLAMA_CFLAGS) $${CXXFLAGS:-}" \
-	$(BIN)/pip install -q --no-cache-dir --no-deps --force-reinstall "llama-cpp-python==$(LLAMA_VERSION)"
+	$(BIN)/pip install -q --no-cache-dir --no-deps --force-reinstall --require-hashes -r $(VENV)/lock-llama.txt
 
 # The whole environment (core, research, llm and dev extras): what `make run` and `make test` use.
-$(STAMP): pyproject.toml
-	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	@# compiled once per pinned version: another edit of pyproject.toml does not recompile it
+# llama-cpp-python is compiled once per locked version: another edit of the lock does not
+# recompile it. `pip check` then proves the installed set consistent.
+$(STAMP): $(DEV_STAMP)
+	$(call lock_entries,1,llama-cpp-python) > $(VENV)/lock-llama.txt
 	[ -f $(LLAMA_STAMP) ] && [ "$$($(BIN)/python -c "$(LLAMA_INSTALLED)" 2>/dev/null)" = "$(LLAMA_VERSION)" ] \
-	  || $(LLAMA_BUILD)
-	$(BIN)/pip install -q -e '.[research,llm,dev]'
-	touch $(LLAMA_STAMP) $(STAMP) $(DEV_STAMP)
-
-# Core and dev extras only: lint and the docs need no compiled llama.cpp (a venv that already
-# holds everything satisfies it as is).
-DEV_STAMP := $(VENV)/.dev-stamp
-$(DEV_STAMP): pyproject.toml
-	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	  || { $(LLAMA_BUILD) && touch $(LLAMA_STAMP); }
+	$(BIN)/pip check
 	touch $@
 
-# A virtualenv made before llama-cpp-python was built this way: rebuild that package alone.
-$(LLAMA_STAMP): | $(STAMP)
-	@[ -f $@ ] || { echo "rebuilding llama-cpp-python $(LLAMA_VERSION) (no AMX; see the Makefile)"; $(LLAMA_BUILD); }
+# What the targets that run the pipeline need; a virtualenv whose llama-cpp-python was not
+# built this way rebuilds that package alone.
+$(LLAMA_STAMP): $(STAMP)
+	@[ -f $@ ] || { echo "rebuilding llama-cpp-python $(LLAMA_VERSION) (no AMX; see the Makefile)"; \
+	  $(call lock_entries,1,llama-cpp-python) > $(VENV)/lock-llama.txt; $(LLAMA_BUILD); }
 	touch $@
 
-venv: $(LLAMA_STAMP) ## Create/refresh the project virtualenv (pinned versions from pyproject.toml)
+venv: $(LLAMA_STAMP) ## Create/refresh the project virtualenv (the versions and hashes of requirements.lock)
+
+# `make lock` resolves pyproject.toml (every extra) and the installer for the lock's target
+# with uv (a pinned release, in its own virtualenv under var/): a version already in the lock
+# is kept while it fits pyproject.toml's range; UPGRADE=1 takes the newest that fits. Then
+# `.venv` follows on the next target, and tests/unit/test_environment.py checks the result.
+UV_VERSION := 0.13.9
+UV := var/uv-$(UV_VERSION)/bin/uv
+LOCK_INDEX ?= https://pypi.org/simple
+LOCK_TARGET := --python-version 3.11 --python-platform x86_64-manylinux_2_28
+
+# The installer: pip, and pyproject.toml's build-system requirements (setuptools and wheel).
+BUILD_REQUIRES := import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires'], sep='\n')
+
+$(UV):
+	$(PY) -m venv var/uv-$(UV_VERSION)
+	var/uv-$(UV_VERSION)/bin/pip install -q "uv==$(UV_VERSION)"
+
+lock: $(UV) ## Write requirements.lock from pyproject.toml (kept versions that still fit; UPGRADE=1 for the newest)
+	{ echo pip; $(PY) -c "$(BUILD_REQUIRES)"; } | $(UV) pip compile --quiet pyproject.toml - \
+	  --extra research --extra llm --extra dev $(LOCK_TARGET) --generate-hashes \
+	  --index-url $(LOCK_INDEX) --custom-compile-command "make lock" \
+	  $(if $(UPGRADE),--upgrade) -o $(LOCK)
 
 # The demo builds: the full corpora, their split builds and their leave-out folds (experiment 05
 # cross-fits over the folds; each fold build re-reads cached embeddings, a few seconds each).

@@ -9,6 +9,9 @@ import subprocess
 import sys
 import tomllib
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
 from citegate.cli import EXTRAS, missing_extra
 from citegate.core import paths
 
@@ -98,25 +101,20 @@ def test_every_third_party_package_the_production_path_imports_is_a_core_depende
     )
     done = run_python(code)
     assert done.returncode == 0, done.stderr[-2000:]
-    used = {d.lower().replace("_", "-") for d in json.loads(done.stdout)}
+    used = {canonicalize_name(d) for d in json.loads(done.stdout)}
     used -= {"citegate", *OPPORTUNISTIC}
     project = tomllib.loads((paths.ROOT / "pyproject.toml").read_text())["project"]
-    core = {_name(r) for r in project["dependencies"]}
-    core |= {
-        f"{_name(r)}-{r.split('[')[1].split(']')[0]}" for r in project["dependencies"] if "[" in r
-    }  # psycopg[binary] installs psycopg-binary
+    reqs = [Requirement(r) for r in project["dependencies"]]
+    core = {canonicalize_name(r.name) for r in reqs}
+    # psycopg[binary] installs psycopg-binary
+    core |= {canonicalize_name(f"{r.name}-{x}") for r in reqs for x in r.extras}
     declared = core | _requirements_of(core)
     assert used <= declared, sorted(used - declared)
-
-
-def _name(requirement: str) -> str:
-    return requirement.split("==")[0].split("[")[0].strip().lower().replace("_", "-")
 
 
 def _requirements_of(names: set[str]) -> set[str]:
     """Every distribution the core dependencies pull in, transitively (installed metadata)."""
     import importlib.metadata as md
-    import re
 
     seen, todo = set(), list(names)
     while todo:
@@ -128,7 +126,7 @@ def _requirements_of(names: set[str]) -> set[str]:
         for r in reqs:
             if "extra ==" in r:
                 continue
-            dep = re.split(r"[ ;<>=!~\[(]", r, maxsplit=1)[0].lower().replace("_", "-")
+            dep = canonicalize_name(Requirement(r).name)
             if dep not in seen:
                 seen.add(dep)
                 todo.append(dep)
