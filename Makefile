@@ -88,7 +88,8 @@ venv: $(LLAMA_STAMP) ## Create/refresh the project virtualenv (the versions and 
 UV_VERSION := 0.13.9
 UV := var/uv-$(UV_VERSION)/bin/uv
 LOCK_INDEX ?= https://pypi.org/simple
-LOCK_TARGET := --python-version 3.11 --python-platform x86_64-manylinux_2_28
+LOCK_PYTHON := 3.11
+LOCK_TARGET := --python-version $(LOCK_PYTHON) --python-platform x86_64-manylinux_2_28
 
 # The installer: pip, and pyproject.toml's build-system requirements (setuptools and wheel).
 BUILD_REQUIRES := import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires'], sep='\n')
@@ -102,6 +103,13 @@ lock: $(UV) ## Write requirements.lock from pyproject.toml (kept versions that s
 	  --extra research --extra llm --extra dev $(LOCK_TARGET) --generate-hashes \
 	  --index-url $(LOCK_INDEX) --custom-compile-command "make lock" \
 	  $(if $(UPGRADE),--upgrade) -o $(LOCK)
+	@# environment.yml: a conda environment with the lock's Python, inside which `make venv
+	@# PY=python` installs the lock (conda's pip section cannot pass llama.cpp's compile flags).
+	printf '%s\n' "# Written by \`make lock\`: a conda environment with the Python requirements.lock" \
+	  "# targets. Inside it, \`make venv PY=python\` installs the lock (hashes checked) and compiles" \
+	  "# llama-cpp-python with the Makefile's flags, which conda's pip section cannot pass." \
+	  "name: citegate" "channels: [conda-forge]" "dependencies:" \
+	  "  - python=$(LOCK_PYTHON)" "  - pip" "  - make" > environment.yml
 
 # The demo builds: the full corpora, their split builds and their leave-out folds (experiment 05
 # cross-fits over the folds; each fold build re-reads cached embeddings, a few seconds each).

@@ -102,8 +102,8 @@ def test_the_direct_requirements_of_the_lock_are_those_of_pyproject() -> None:
 
 
 def test_the_lock_targets_the_python_pyproject_accepts() -> None:
-    target = re.search(r"^LOCK_TARGET := .*--python-version (\S+)", MAKEFILE, flags=re.M)
-    assert target, "the Makefile's LOCK_TARGET names no --python-version"
+    target = re.search(r"^LOCK_PYTHON := (\S+)$", MAKEFILE, flags=re.M)
+    assert target and "--python-version $(LOCK_PYTHON)" in MAKEFILE, "LOCK_TARGET names no Python"
     requires = project()["project"]["requires-python"]
     assert Version(target.group(1)) in Requirement(f"python{requires}").specifier
 
@@ -125,3 +125,13 @@ def test_the_neighbouring_versions_the_ci_keeps_are_inside_the_ranges_and_not_lo
         assert exact.operator == "==", pin
         assert ranges[name].contains(exact.version), f"{pin} is outside {ranges[name]}"
         assert exact.version != lock[name].version, f"{pin} is the locked version"
+
+
+def test_environment_yml_names_the_python_the_lock_targets() -> None:
+    """environment.yml (written by `make lock`) gives conda users the lock's Python, inside which
+    `make venv PY=python` installs the lock; it lists no package of its own to drift from it."""
+    target = re.search(r"^LOCK_PYTHON := (\S+)$", MAKEFILE, re.M)
+    env = (paths.ROOT / "environment.yml").read_text(encoding="utf-8")
+    deps = re.findall(r"^  - (\S+)$", env, re.M)
+    assert target is not None and deps == [f"python={target.group(1)}", "pip", "make"]
+    assert "make venv PY=python" in env
