@@ -448,10 +448,10 @@ class RewriteRule(StrEnum):
 
 class ClaimStatus(StrEnum):
     """A checked claim's verdict (`pipeline.claimcheck.ClaimVerdict.status`, and notebook 04's
-    citation check, `ClaimCheck.status`)."""
+    citation check, `CitationRow.status`)."""
 
     UNCITED = "uncited"  # cites nothing
-    SUPPORTED = "supported"  # a cited source's cosine reaches the threshold
+    SUPPORTED = "supported"  # a note it cites reaches the support threshold
     UNSUPPORTED = "unsupported"  # cites offered sources, none close enough
     FABRICATED = "fabricated"  # cites only sources that were never offered
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from citegate.core.types import CallStatus, Status
 from citegate.models.llm import ChatClient, ChatResult, LLMError
-from citegate.pipeline.fallback import NOT_FOUND, normalize, supported
+from citegate.pipeline.fallback import NOT_FOUND, fixed_strings_language, normalize
 from citegate.pipeline.llm_calls import DEFAULT_OPTIONS, CallOptions, numbered
 
 # The abstention sentence, per language: the composer's prompt asks for it verbatim, the turn
@@ -65,7 +65,7 @@ def closed_book_messages(
     """The closed-book composer's prompt: the rules (with the abstention sentence of the
     question's language), the curated memory notes as unnumbered background when there are any
     (`framing`), the notes numbered from 1, then the question."""
-    abstain = ABSTENTION[supported(lang)]
+    abstain = ABSTENTION[fixed_strings_language(lang)]
     rules = "\n".join(
         f"{i}. {r.format(abstain=abstain)}" for i, r in enumerate(CLOSED_BOOK_RULES, 1)
     )
@@ -82,7 +82,7 @@ def abstention(text: str, lang: str) -> str:
     language, and nothing else), "inexact" (the sentence inside other text, or reworded so that
     only case, punctuation or spacing differ), or "" (it does not abstain)."""
     body = (text or "").strip()
-    sentences = {ABSTENTION[supported(lang)], *ABSTENTION.values()}
+    sentences = {ABSTENTION[fixed_strings_language(lang)], *ABSTENTION.values()}
     if body in sentences:
         return "exact"
     norm = normalize(body)

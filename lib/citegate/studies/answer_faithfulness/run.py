@@ -18,7 +18,7 @@ from citegate.core.progress import bar
 from citegate.corpus.questions import load_set
 from citegate.models.embed import Embedder
 from citegate.pipeline.extractive import MAX_NOTES
-from citegate.pipeline.fallback import supported
+from citegate.pipeline.fallback import fixed_strings_language
 from citegate.pipeline.llm_calls import CallOptions
 from citegate.pipeline.roles import RoleClients
 from citegate.pipeline.turn import Grounded, grounded_answer
@@ -117,7 +117,7 @@ def answer_one(
     kind, _ = composer_kind(name)
     start = time.perf_counter()
     g, _ = grounded_answer(
-        q.text, supported(q.language), item.notes, cfg.replace(composer=kind), embedder,
+        q.text, fixed_strings_language(q.language), item.notes, cfg.replace(composer=kind), embedder,
         roles, options,
     )  # fmt: skip
     return AnswerRow(

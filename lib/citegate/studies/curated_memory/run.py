@@ -31,7 +31,7 @@ from citegate.models.embed import Embedder
 from citegate.models.rerank import Reranker
 from citegate.pipeline import memory
 from citegate.pipeline.extractive import MAX_NOTES
-from citegate.pipeline.fallback import supported
+from citegate.pipeline.fallback import fixed_strings_language
 from citegate.pipeline.retrieve import collect, replay, retrieve
 from citegate.pipeline.roles import RoleClients
 from citegate.pipeline.turn import grounded_answer
@@ -104,7 +104,7 @@ def signal_rows(
     texts = [clean_question(q.text) for q in questions]
     vecs = embedder.embed_queries(texts)
     pinned, boosts = [], []
-    for q, v in bar(list(zip(questions, vecs, strict=True)), desc="notes lane", unit="q",
+    for q, v in bar(list(zip(questions, vecs, strict=True)), desc="curated-note lane", unit="q",
                     disable=not progress):  # fmt: skip
         hits = memory.search(conn, v, cfg, embedder.id)
         pinned.append(_row(q, memory.best_pinned(hits), q.memory_answers, q.kind))
@@ -132,7 +132,7 @@ def _cited_keys(
     """The curated notes the extractive answer over these notes cites."""
     with RoleClients(cfg.replace(composer="extractive")) as roles:
         g, _ = grounded_answer(
-            q.text, supported(q.language), res.notes, cfg.replace(composer="extractive"),
+            q.text, fixed_strings_language(q.language), res.notes, cfg.replace(composer="extractive"),
             embedder, roles,
         )  # fmt: skip
     if g.check is None:

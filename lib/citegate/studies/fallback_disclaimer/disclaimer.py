@@ -9,7 +9,7 @@ there.
 
 from __future__ import annotations
 
-from citegate.pipeline.fallback import disclaimer_for, normalize, supported
+from citegate.pipeline.fallback import disclaimer_for, fixed_strings_language, normalize
 
 # Content words (prefixes, so Russian and Hindi inflection pass) that a paraphrase must keep.
 DISCLAIMER_KEYS = {
@@ -26,6 +26,6 @@ def disclaimer_present(model_text: str, lang: str) -> tuple[bool, bool]:
     exact = want in (model_text or "")
     norm_text = normalize(model_text)
     words = norm_text.split()
-    keys = DISCLAIMER_KEYS[supported(lang)]
+    keys = DISCLAIMER_KEYS[fixed_strings_language(lang)]
     keyed = all(any(w.startswith(k) for w in words) for k in keys)
     return exact, exact or normalize(want) in norm_text or keyed

@@ -31,7 +31,7 @@ def canonical_key(key: str) -> str:
 
 
 @dataclass(frozen=True)
-class ClaimCheck:
+class CitationRow:
     """One claim's verdict: best cosine over the offered chunks it cites (None if it cites none
     that were offered), supported (that cosine ≥ threshold), the never-offered ids it cites, and
     the best cosine over ALL offered chunks (cited or not: what an uncited claim could have cited)."""
@@ -57,7 +57,7 @@ class ClaimCheck:
 class CitationReport:
     """Per-claim rows and their totals, with the threshold and embedder that produced them."""
 
-    rows: tuple[ClaimCheck, ...]
+    rows: tuple[CitationRow, ...]
     threshold: float
     embedder_id: str
 
@@ -124,7 +124,7 @@ def _similarities(embedder: Embedder, claims: Sequence[str], chunks: Sequence[st
     return np.asarray(queries @ passages.T, dtype=np.float32)
 
 
-def _check(claim: Claim, cosines: np.ndarray, ids: Sequence[str], threshold: float) -> ClaimCheck:
+def _check(claim: Claim, cosines: np.ndarray, ids: Sequence[str], threshold: float) -> CitationRow:
     """The verdict for one claim from its row of cosines against the offered chunks `ids`."""
     column = {key: i for i, key in enumerate(ids)}
     cited = [column[m] for m in claim.markers if m in column]
@@ -132,7 +132,7 @@ def _check(claim: Claim, cosines: np.ndarray, ids: Sequence[str], threshold: flo
     best = max(float(cosines[i]) for i in cited) if cited else None
     nearest = float(cosines.max()) if len(ids) else None
     supported = best is not None and best >= threshold
-    return ClaimCheck(claim.text, claim.markers, best, supported, fabricated, nearest)
+    return CitationRow(claim.text, claim.markers, best, supported, fabricated, nearest)
 
 
 def validate_citations(
