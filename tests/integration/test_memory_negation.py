@@ -23,7 +23,7 @@ from citegate.pipeline import memory
 from citegate.pipeline.retrieve import retrieve
 from citegate.store import db
 from citegate.store.ingest import ingest_corpus
-from citegate.store.memory import import_notes
+from citegate.store.memory import import_notes, note_hits
 
 pytestmark = pytest.mark.db
 
@@ -119,9 +119,9 @@ def test_every_negated_echo_of_the_demo_triggers_reaches_the_threshold_yet_memor
     cfg = _cfg(emb)
     vectors = emb.embed_queries([q for _, q in NEGATED_ECHOES])
     for (trigger, question), qvec in zip(NEGATED_ECHOES, vectors, strict=True):
-        hits = memory.search(nconn, qvec, cfg, emb.id)
+        hits = note_hits(nconn, qvec, emb.id, cfg.corpora)
         best = memory.best_pinned(hits)
         assert best is not None and best.unit == trigger, question
         assert best.similarity >= THRESHOLD, question  # the cosine alone would answer it
-        assert memory.answering(hits, THRESHOLD, question) is None, question
-        assert memory.answering(hits, THRESHOLD, trigger) is best  # the trigger itself is
+        assert memory.precheck(hits, THRESHOLD, question).answer is None, question
+        assert memory.precheck(hits, THRESHOLD, trigger).answer is best  # the trigger itself is

@@ -13,7 +13,14 @@ from llm_stub import completion, reply, stub_server
 
 from citegate.core.config import DESIGN, PipelineConfig
 from citegate.core.errors import ConfigError
-from citegate.core.types import NOTE_KIND, NoteRole, Policy, QueryPlan, RetrievalTrace
+from citegate.core.types import (
+    NOTE_KIND,
+    GateKind,
+    NoteRole,
+    Policy,
+    QueryPlan,
+    RetrievalTrace,
+)
 from citegate.corpus.notes import Note, NoteKind
 from citegate.models.embed import default_embedder
 from citegate.models.llm import ChatClient
@@ -51,24 +58,20 @@ FRAME = note("setting", NoteKind.MEMORY, body="A dialogue on a battlefield.")
 
 
 def test_the_precheck_goes_lean_only_when_the_best_pinned_note_reaches_the_threshold() -> None:
-    assert M.precheck([], 0.9)[0] == Policy.WIDE
-    assert M.precheck(hits((PIN_A, 0.93)), 0.9)[0] == Policy.LEAN
-    assert M.precheck(hits((PIN_A, 0.93)), 0.93)[0] == Policy.LEAN  # at the threshold
-    policy, why = M.precheck(hits((PIN_A, 0.8899), (BOOST, 0.99), (FRAME, 0.99)), 0.89)
-    assert policy == Policy.WIDE and "soul" in why and "<" in why  # boost/memory never answer
+    assert M.precheck([], 0.9).policy == Policy.WIDE
+    assert M.precheck(hits((PIN_A, 0.93)), 0.9).policy == Policy.LEAN
+    assert M.precheck(hits((PIN_A, 0.93)), 0.93).policy == Policy.LEAN  # at the threshold
+    check = M.precheck(hits((PIN_A, 0.8899), (BOOST, 0.99), (FRAME, 0.99)), 0.89)
+    assert check.policy == Policy.WIDE and check.answer is None  # boost/memory never answer
+    assert "soul" in check.reason and "<" in check.reason and check.best is not None
 
 
 def test_each_note_above_the_threshold_takes_its_role_and_only_the_best_pinned_is_cited() -> None:
-    out = M.outcome(
-        hits(
-            (PIN_A, 0.95),
-            (PIN_B, 0.92),
-            (BOOST, 0.91),
-            (FRAME, 0.9),
-            (note("low", NoteKind.MEMORY), 0.5),
-        ),
-        CFG,
-    )
+    found = hits(
+        (PIN_A, 0.95), (PIN_B, 0.92), (BOOST, 0.91), (FRAME, 0.9),
+        (note("low", NoteKind.MEMORY), 0.5),
+    )  # fmt: skip
+    out = M.outcome(found, CFG, M.precheck(found, CFG.memory_threshold))
     roles = {u.key: u.role for u in out.uses}
     assert roles == {"soul": NoteRole.CITED, "duty": NoteRole.BELOW,
                      "devotion": NoteRole.BOOST, "setting": NoteRole.FRAMING}  # fmt: skip
@@ -102,12 +105,12 @@ def test_a_question_negating_the_trigger_it_echoes_is_not_answered_by_memory() -
     trigger = NoteHit(PIN_A, 0.976, "trigger", "what does Krishna say about action", 0.976, 0.8)
     negated = "what does Krishna not say about action"
     assert M.negates(negated, trigger) and not M.negates("what does Krishna say", trigger)
-    assert M.answering([trigger], 0.9, negated) is None
-    assert M.answering([trigger], 0.9, "what does Krishna say about action") is trigger
-    assert M.answering([trigger], 0.9) is trigger  # a replay from the hits alone
-    policy, why = M.precheck([trigger], 0.9, negated)
-    assert policy == Policy.WIDE and "negates its trigger" in why and "≥" in why
-    out = M.outcome([trigger], CFG, question=negated)
+    assert M.precheck([trigger], 0.9, "what does Krishna say about action").answer is trigger
+    assert M.precheck([trigger], 0.9).answer is trigger  # a replay from the hits alone
+    check = M.precheck([trigger], 0.9, negated)
+    assert check.policy == Policy.WIDE and check.answer is None and check.best is trigger
+    assert "negates its trigger" in check.reason and "≥" in check.reason
+    out = M.outcome([trigger], CFG, check)
     assert out.policy == Policy.WIDE and out.keys(NoteRole.CITED) == ()
     assert out.keys(NoteRole.BELOW) == ("soul",) and out.best_pinned == pytest.approx(0.976)
 
@@ -140,12 +143,22 @@ def test_negates_when_the_negation_is_inserted_into_the_echoed_phrase(
 def test_a_body_chunk_is_never_compared_for_negation() -> None:
     body = NoteHit(PIN_A, 0.95, "body", "Weapons do not cut it.", 0.5, 0.95)
     assert not M.negates("Can weapons cut it?", body)
-    assert M.answering([body], 0.9, "Can weapons cut it?") is body
+    assert M.precheck([body], 0.9, "Can weapons cut it?").answer is body
+
+
+def test_the_decision_record_is_the_prechecks_own_reason_and_threshold() -> None:
+    check = M.precheck(hits((PIN_A, 0.95), (PIN_B, 0.93)), 0.9)
+    by = M.answered_by(check)
+    assert (by.kind, by.score, by.threshold) == (GateKind.MEMORY, 0.95, 0.9)
+    assert by.reason == f"{check.reason}: memory answers" and "soul" in by.reason
+    with pytest.raises(ValueError, match="no pinned note answers"):
+        M.answered_by(M.precheck(hits((PIN_A, 0.85)), 0.9))
 
 
 def test_framing_is_capped() -> None:
     many = [(note(f"m{i}", NoteKind.MEMORY), 0.95 - i / 100) for i in range(5)]
-    assert len(M.outcome(hits(*many), CFG).framing) == M.MAX_FRAMING
+    found = hits(*many)
+    assert len(M.outcome(found, CFG, M.precheck(found, 0.9)).framing) == M.MAX_FRAMING
 
 
 def test_the_lean_policy_is_one_shallow_round_with_a_small_slate() -> None:

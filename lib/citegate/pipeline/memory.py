@@ -10,8 +10,12 @@ best cosine over those units (`store.memory.note_hits`, one exact scan of a smal
 The pre-check (`precheck`) is a plain comparison, no LLM: the best pinned note's similarity
 against `PipelineConfig.memory_threshold`. At or above it, memory already answers, and the
 retrieval takes the lean policy (`lean_config`: one round, `lean_lane_k` deep, `lean_top_k`
-notes); below it, the config's own wide policy. Every function here but `search` is pure, so a
-study replays the decision for any threshold from the hits alone.
+notes); below it, the config's own wide policy. It is the one place that decides whether memory
+answers: its `Precheck` carries the policy, the reason and the answering note, and the note's
+roles (`outcome`), the notes it leads (`retrieve.with_memory`) and the decision record
+(`answered_by`) read that result. Every function here is pure (the hits are searched, and the
+cited fragments fetched, by `store.memory`), so a study replays the decision for any threshold
+from the hits alone.
 
 A pinned note answers only a question that asks what its trigger asks. A question that negates
 the trigger it echoes ("can the soul not be killed" against "can the soul be killed") asks the
@@ -33,13 +37,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import replace
-
-import numpy as np
-import psycopg
+from dataclasses import dataclass, replace
 
 from citegate.core.config import PipelineConfig
 from citegate.core.types import (
@@ -54,7 +54,7 @@ from citegate.core.types import (
     RetrievalTrace,
 )
 from citegate.corpus.notes import NoteKind
-from citegate.store.memory import NoteHit, note_hits
+from citegate.store.memory import NoteHit
 
 NOTE_LANE = "memory:pinned"  # the lane tag of a pinned note and of the verses it cites
 MAX_FRAMING = 3  # memory notes handed to the composer as framing, best first
@@ -68,13 +68,6 @@ _NEGATING = """not no never nor neither none nothing nobody nowhere cannot
 नहीं न मत ना"""
 NEGATIONS = frozenset(_NEGATING.split())
 _CONTRACTED = ("n't", "n\u2019t")
-
-
-def search(
-    conn: psycopg.Connection, qvec: np.ndarray, cfg: PipelineConfig, embedder_id: str
-) -> list[NoteHit]:
-    """Every note of the searched corpora with its similarity to the question, best first."""
-    return note_hits(conn, qvec, embedder_id, cfg.corpora)
 
 
 def best_pinned(hits: Sequence[NoteHit]) -> NoteHit | None:
@@ -140,26 +133,39 @@ def negates(question: str, hit: NoteHit) -> bool:
     return _inserted(q, t) if negated(question) else _inserted(t, q)
 
 
-def answering(hits: Sequence[NoteHit], threshold: float, question: str = "") -> NoteHit | None:
-    """The pinned note that answers the question: the best pinned one, when its similarity
-    reaches `threshold` and the question does not negate its trigger (`negates`); else None."""
-    best = best_pinned(hits)
-    if best is None or best.similarity < threshold or negates(question, best):
-        return None
-    return best
+@dataclass(frozen=True)
+class Precheck:
+    """The memory decision for one question, made once (`precheck`): the policy and why, the
+    threshold it was made at, the best pinned note (None when there is none) and the pinned note
+    that answers (None when none does: below the threshold, or its trigger negated)."""
+
+    policy: Policy
+    reason: str
+    threshold: float
+    best: NoteHit | None
+    answer: NoteHit | None
 
 
-def precheck(hits: Sequence[NoteHit], threshold: float, question: str = "") -> tuple[Policy, str]:
-    """The policy and why: lean when the best pinned note answers (`answering`: its similarity
-    reaches `threshold` and `question` does not negate its trigger)."""
+def precheck(hits: Sequence[NoteHit], threshold: float, question: str = "") -> Precheck:
+    """Whether memory answers `question`: the best pinned note does when its similarity reaches
+    `threshold` and `question` does not negate its trigger (`negates`); the policy is then lean,
+    else wide. The one comparison of a note against the memory threshold for that decision."""
     best = best_pinned(hits)
     if best is None:
-        return Policy.WIDE, "no pinned note in the searched corpora"
-    op = "≥" if best.similarity >= threshold else "<"
-    why = f"pinned note {best.note.key}: similarity {best.similarity:.4f} {op} {threshold:.4g}"
-    if best.similarity >= threshold and negates(question, best):
+        return Precheck(
+            Policy.WIDE, "no pinned note in the searched corpora", threshold, None, None
+        )
+    reaches = best.similarity >= threshold
+    why = (
+        f"pinned note {best.note.key}: similarity {best.similarity:.4f} "
+        f"{'≥' if reaches else '<'} {threshold:.4g}"
+    )
+    if not reaches:
+        return Precheck(Policy.WIDE, why, threshold, best, None)
+    if negates(question, best):
         why += f", but the question negates its trigger {best.unit!r}"
-    return (Policy.LEAN if answering(hits, threshold, question) else Policy.WIDE), why
+        return Precheck(Policy.WIDE, why, threshold, best, None)
+    return Precheck(Policy.LEAN, why, threshold, best, best)
 
 
 def threshold_for(kind: NoteKind, cfg: PipelineConfig) -> float:
@@ -170,15 +176,12 @@ def threshold_for(kind: NoteKind, cfg: PipelineConfig) -> float:
 
 
 def outcome(
-    hits: Sequence[NoteHit], cfg: PipelineConfig, seconds: float = 0.0, question: str = ""
+    hits: Sequence[NoteHit], cfg: PipelineConfig, check: Precheck, seconds: float = 0.0
 ) -> MemoryOutcome:
-    """What memory does for `question` under `cfg`: the policy, and each note at or above its
-    threshold (`threshold_for`) in its role (only the pinned note that answers, `answering`, is
-    cited: a best pinned note whose trigger the question negates takes no part; memory notes
-    frame, at most `MAX_FRAMING` of them)."""
-    policy, why = precheck(hits, cfg.memory_threshold, question)
-    best = best_pinned(hits)
-    cited = answering(hits, cfg.memory_threshold, question)
+    """What memory does under `cfg`, given its decision `check` (`precheck` over the same hits):
+    the policy, and each note at or above its threshold (`threshold_for`) in its role (only the
+    pinned note that answers, `check.answer`, is cited: a best pinned note whose trigger the
+    question negates takes no part; memory notes frame, at most `MAX_FRAMING` of them)."""
     uses, framing = [], []
     for h in hits:
         if h.similarity < threshold_for(h.note.kind, cfg):
@@ -188,14 +191,14 @@ def outcome(
                 continue
             framing.append(h.note.body)
             role = NoteRole.FRAMING
-        elif h.note.kind == NoteKind.PINNED and h is not cited:
+        elif h.note.kind == NoteKind.PINNED and h is not check.answer:
             role = NoteRole.BELOW  # another pinned note, or one whose trigger is negated
         else:
             role = _ROLE[h.note.kind]
         uses.append(NoteUse(h.note.key, str(h.note.kind), h.similarity, h.via, role))
-    top = best.similarity if best is not None else 0.0
+    top = check.best.similarity if check.best is not None else 0.0
     return MemoryOutcome(
-        policy, why, cfg.memory_threshold, top, tuple(uses), tuple(framing), seconds
+        check.policy, check.reason, check.threshold, top, tuple(uses), tuple(framing), seconds
     )
 
 
@@ -266,54 +269,28 @@ def note_candidate(hit: NoteHit) -> Candidate:
     )
 
 
-def cited_ids(
-    conn: psycopg.Connection, labels: Sequence[str], embedder_id: str, corpora: Sequence[str]
-) -> dict[str, list[int]]:
-    """Address -> ids of the fragments at that address in the searched corpora."""
-    if not labels:
-        return {}
-    rows = conn.execute(
-        "SELECT addr_label, id FROM fragments WHERE embedder_id = %s AND corpus = ANY(%s) "
-        "AND addr_label = ANY(%s) ORDER BY id",
-        (embedder_id, list(corpora), list(labels)),
-    ).fetchall()
-    out: dict[str, list[int]] = {}
-    for label, fid in rows:
-        out.setdefault(label, []).append(fid)
-    return out
-
-
-def answered_by(hits: Sequence[NoteHit], cfg: PipelineConfig, question: str = "") -> GateReason:
-    """The decision record when a pinned note answers (`answering`): the memory gate, its
-    similarity and threshold."""
-    best = answering(hits, cfg.memory_threshold, question)
-    assert best is not None
-    _, why = precheck(hits, cfg.memory_threshold, question)
+def answered_by(check: Precheck) -> GateReason:
+    """The decision record when a pinned note answers (`check.answer`): the memory gate, its
+    similarity and the threshold; ValueError when none does."""
+    if check.answer is None:
+        raise ValueError(f"no pinned note answers: {check.reason}")
     return GateReason(
-        GateKind.MEMORY, f"{why}: memory answers", best.similarity, cfg.memory_threshold
+        GateKind.MEMORY,
+        f"{check.reason}: memory answers",
+        check.answer.similarity,
+        check.threshold,
     )
-
-
-def timed_search(
-    conn: psycopg.Connection, qvec: np.ndarray, cfg: PipelineConfig, embedder_id: str
-) -> tuple[list[NoteHit], float]:
-    """`search` and the seconds it took."""
-    clock = time.perf_counter()
-    hits = search(conn, qvec, cfg, embedder_id)
-    return hits, time.perf_counter() - clock
 
 
 __all__ = [
     "MAX_FRAMING",
     "NEGATIONS",
     "NOTE_LANE",
+    "Precheck",
     "answered_by",
-    "answering",
     "best_pinned",
     "boost",
     "boosted_labels",
-    "threshold_for",
-    "cited_ids",
     "lean_config",
     "negated",
     "negates",
@@ -322,6 +299,5 @@ __all__ = [
     "outcome",
     "policy_config",
     "precheck",
-    "search",
-    "timed_search",
+    "threshold_for",
 ]

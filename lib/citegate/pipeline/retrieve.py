@@ -51,7 +51,7 @@ from citegate.pipeline.decide import decide
 from citegate.pipeline.fusion import rrf_replay
 from citegate.pipeline.gate import question_language, verdict
 from citegate.pipeline.plan import OfflinePlanner, Planner, keywords
-from citegate.store.memory import NoteHit
+from citegate.store.memory import NoteHit, cited_ids, note_hits
 from citegate.store.presence import require_fragments
 
 # Bump when lanes or collection change what a trace holds: cached traces are keyed on it.
@@ -333,8 +333,11 @@ def retrieve(
     seconds = 0.0
     qvec = embedder.embed_queries([question])[0] if cfg.memory else None
     if qvec is not None:
-        hits, seconds = memory.timed_search(conn, qvec, cfg, embedder.id)
-    mem = memory.outcome(hits, cfg, seconds, question) if cfg.memory else None
+        clock = time.perf_counter()
+        hits = note_hits(conn, qvec, embedder.id, cfg.corpora)
+        seconds = time.perf_counter() - clock
+    check = memory.precheck(hits, cfg.memory_threshold, question)
+    mem = memory.outcome(hits, cfg, check, seconds) if cfg.memory else None
     chosen = policy or (mem.policy if mem is not None else Policy.WIDE)
     run_cfg = memory.policy_config(cfg, chosen)
     trace = collect(conn, question, run_cfg, embedder, reranker, planner, exact_check=exact_check)
@@ -351,28 +354,27 @@ def retrieve(
         return result
     if chosen != mem.policy:
         mem = replace(mem, policy=chosen, reason=f"{mem.reason} (policy {chosen} asked for)")
-    return with_memory(conn, replace(result, memory=mem), hits, cfg, embedder.id, qvec, question)
+    return with_memory(conn, replace(result, memory=mem), check, cfg, embedder.id, qvec)
 
 
 def with_memory(
     conn: psycopg.Connection,
     result: RetrievalResult,
-    hits: Sequence[NoteHit],
+    check: memory.Precheck,
     cfg: PipelineConfig,
     embedder_id: str,
     qvec: np.ndarray,
-    question: str = "",
 ) -> RetrievalResult:
-    """`result` led by the pinned note that answers (`memory.answering`: its similarity at or
-    above the threshold, its trigger not negated by `question`) and the verses it cites that
-    the cut did not keep (each address's passage nearest the question vector `qvec`), decided
-    by the memory gate; unchanged when no pinned note answers."""
-    best = memory.answering(hits, cfg.memory_threshold, question)
+    """`result` led by the pinned note that answers (`check.answer`, the pre-check's decision)
+    and the verses it cites that the cut did not keep (each address's passage nearest the
+    question vector `qvec`), decided by the memory gate; unchanged when no pinned note
+    answers."""
+    best = check.answer
     if best is None:
         return result
     have = {c.addr_label for c in result.notes}
     missing = [label for label in best.note.cites if label not in have]
-    ids = memory.cited_ids(conn, missing, embedder_id, cfg.corpora)
+    ids = cited_ids(conn, missing, embedder_id, cfg.corpora)
     rows = lanes.fetch(conn, qvec, [i for v in ids.values() for i in v])
     nearest: dict[str, dict[str, Any]] = {}
     for row in sorted(rows, key=lambda r: (-r["cosine"], r["id"])):
@@ -384,7 +386,7 @@ def with_memory(
         result,
         notes=notes,
         decision=Decision.ANSWER,
-        decided_by=memory.answered_by(hits, cfg, question),
+        decided_by=memory.answered_by(check),
     )
 
 

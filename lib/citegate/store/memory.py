@@ -9,7 +9,8 @@ so a refused or failed import leaves the database as it was. Re-importing an unc
 writes nothing; the embedder's own cache makes a re-import after `--replace` cheap.
 
 `note_hits` is the curated-note lane: every note of the searched corpora with its best cosine over
-its units, an exact scan (a curated table holds hundreds of rows, not millions).
+its units, an exact scan (a curated table holds hundreds of rows, not millions); `cited_ids` finds
+the fragments at the addresses a pinned note cites.
 """
 
 from __future__ import annotations
@@ -325,9 +326,28 @@ def note_hits(
     return sorted(hits, key=lambda h: (-h.similarity, h.note.key))
 
 
+def cited_ids(
+    conn: psycopg.Connection, labels: Sequence[str], embedder_id: str, corpora: Sequence[str]
+) -> dict[str, list[int]]:
+    """Address -> ids of the fragments at that address in the searched corpora (the verses a
+    pinned note cites, to fetch beside it)."""
+    if not labels:
+        return {}
+    rows = conn.execute(
+        "SELECT addr_label, id FROM fragments WHERE embedder_id = %s AND corpus = ANY(%s) "
+        "AND addr_label = ANY(%s) ORDER BY id",
+        (embedder_id, list(corpora), list(labels)),
+    ).fetchall()
+    out: dict[str, list[int]] = {}
+    for label, fid in rows:
+        out.setdefault(label, []).append(fid)
+    return out
+
+
 __all__ = [
     "ImportReport",
     "NoteHit",
+    "cited_ids",
     "get_note",
     "import_notes",
     "list_notes",

@@ -35,7 +35,7 @@ from citegate.pipeline.fallback import fixed_strings_language
 from citegate.pipeline.retrieve import collect, replay, retrieve
 from citegate.pipeline.roles import RoleClients
 from citegate.pipeline.turn import grounded_answer
-from citegate.store.memory import ImportReport, NoteHit, import_notes
+from citegate.store.memory import ImportReport, NoteHit, import_notes, note_hits
 from citegate.studies.curated_memory.compute import BoostRow, PathRow, PrecheckRow
 
 LANES_PER_TEXT = len(KIND_GROUPS) + 2  # a dense lane per kind group, lexical, address
@@ -106,7 +106,7 @@ def signal_rows(
     pinned, boosts = [], []
     for q, v in bar(list(zip(questions, vecs, strict=True)), desc="curated-note lane", unit="q",
                     disable=not progress):  # fmt: skip
-        hits = memory.search(conn, v, cfg, embedder.id)
+        hits = note_hits(conn, v, embedder.id, cfg.corpora)
         pinned.append(_row(q, memory.best_pinned(hits), q.memory_answers, q.kind))
         on_topic = q.note_kind == "boost" and q.echo != "neither"
         kind = "on_boost_topic" if on_topic else q.kind.replace("answered_by_memory", "in_corpus")
@@ -205,7 +205,7 @@ def boost_rows(
     for q in bar(questions, desc="boost", unit="q", disable=not progress):
         text = clean_question(q.text)
         trace = collect(conn, text, cfg, embedder, reranker)
-        hits = memory.search(conn, embedder.embed_queries([text])[0], cfg, embedder.id)
+        hits = note_hits(conn, embedder.embed_queries([text])[0], embedder.id, cfg.corpora)
         labels = memory.boosted_labels(hits, cfg)
         for s in strengths:
             notes = replay(memory.boost(trace, labels, s), cfg).notes
