@@ -54,12 +54,12 @@ from citegate.pipeline.plan import OfflinePlanner, Planner, keywords
 from citegate.store.memory import NoteHit, cited_ids, note_hits
 from citegate.store.presence import require_fragments
 
-# Bump when lanes or collection change what a trace holds: cached traces are keyed on it.
-# 4: hnsw.iterative_scan relaxed_order (store.db.connect); 5: `exact_dense`, and exact dense scans
-# (the ANN-miss check) rank equal cosines by fragment id (`lanes.EXACT_TIE_BREAK`).
-# 6: the named lane (`lanes.named`: verses named spelled out, `address:named`; replays without
-# `pin_named_verses` hide it). 7: one partial HNSW index per kind group (store migration 006), so
-# the approximate dense lanes walk another graph.
+# The version of what `collect` puts in a trace: which lanes run, how each ranks and breaks ties,
+# which index the dense lanes walk, how the candidates are reranked. It is part of the key of every
+# cached trace (`research.traces.collection_digest`), beside the collection settings and the
+# models, so it must change with any code change that alters the candidates a trace holds for the
+# same settings: a cached trace would otherwise be replayed as if this code had collected it. The
+# cut, the gate and memory are replayed from the trace and leave it as it is.
 RETRIEVAL_VERSION = "7"
 
 
