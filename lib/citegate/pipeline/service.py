@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psycopg
@@ -234,14 +234,13 @@ class Service:
             )  # fmt: skip
             for event in events:
                 if event.turn is not None:
-                    self._with_models(event.turn, fallback)
+                    event = replace(event, turn=self._with_models(event.turn, fallback))
                 yield event
 
     def _with_models(self, turn: Turn, fallback: bool | None) -> Turn:
-        """The turn with the model of each role it could run (what `ask` prints)."""
+        """A copy of the turn with the model of each role it could run (what `ask` prints)."""
         runs = runnable_roles(self.choice.config, fallback)
-        turn.models = {r: m for r, m in self.roles.models().items() if r in runs}
-        return turn
+        return replace(turn, models={r: m for r, m in self.roles.models().items() if r in runs})
 
 
 def service_planner(cfg: PipelineConfig, roles: RoleClients) -> Planner:

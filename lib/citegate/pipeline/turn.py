@@ -51,7 +51,13 @@ from citegate.models.rerank import Reranker
 from citegate.pipeline.claimcheck import AnswerCheck, check_answer, shown_text
 from citegate.pipeline.compose import Composed, abstention, compose_closed_book
 from citegate.pipeline.extractive import MAX_NOTES, extract
-from citegate.pipeline.fallback import NOT_FOUND, FallbackAnswer, fallback_turn, supported
+from citegate.pipeline.fallback import (
+    NOT_FOUND,
+    FallbackAnswer,
+    FallbackTurn,
+    fallback_turn,
+    supported,
+)
 from citegate.pipeline.llm_calls import DEFAULT_OPTIONS, CallOptions
 from citegate.pipeline.outline import Outline, outline_call
 from citegate.pipeline.plan import Planner
@@ -63,11 +69,12 @@ from citegate.pipeline.roles import RoleClients, unvetted_composer
 from citegate.pipeline.support import support_scores
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class Turn:
-    """One question through the whole flow. `branch`: grounded | fallback | decline | error
-    (a model call failed; `model_error` says which and why). `composed` is the composer's text
-    with bare note numbers; `check` the claim check of the answer shown (grounded or fallback)."""
+    """One question through the whole flow, built once when the turn ends (`turn_events`).
+    `branch`: grounded | fallback | decline | error (a model call failed; `model_error` says
+    which and why). `composed` is the composer's text with bare note numbers; `check` the claim
+    check of the answer shown (grounded or fallback)."""
 
     question: str
     lang: str
@@ -106,11 +113,24 @@ class Turn:
         """The question retrieval and the composer took: the accepted rewrite, else the question."""
         return self.rewrite.query_used if self.rewrite is not None else self.question
 
-    def fail(self, stage: str, status: str) -> None:
-        """Mark the turn as failed by a model call of `stage` (its `llm_error: ...` status)."""
-        self.model_error = f"{stage}: {Status.parse(status).detail}"
-        self.branch, self.reason = Branch.ERROR, f"model error ({self.model_error})"
-        self.text = ""
+
+@dataclass(frozen=True)
+class Ending:
+    """How a turn ends: the grounded answer (`branch` grounded), or on an insufficient corpus the
+    fallback model's answer under its painted disclaimer (`fallback`: what `fallback_turn`
+    returned, `check` its answer's claim check, `dropped` the model output dropped before it
+    re-entered the pipeline, `unvetted` when it ran with no passing bar on a caller's request),
+    or "I don't know" (`skipped`: why the fallback model did not run; `pointers`: the nearest
+    notes, never cited). `text` is what the user is shown."""
+
+    branch: Branch
+    text: str
+    fallback: FallbackTurn | None = None
+    check: AnswerCheck | None = None
+    dropped: tuple[str, ...] = ()
+    unvetted: bool = False
+    skipped: str = ""
+    pointers: tuple[Candidate, ...] = ()
 
 
 def note_labels(notes: Sequence[Candidate]) -> dict[str, str]:
@@ -218,35 +238,98 @@ def turn_events(
     rewrite = live_rewrite(question, history, cfg, roles) if history else None
     searched = rewrite.query_used if rewrite is not None else question
     res = retrieve(conn, searched, cfg, embedder, reranker, planner)  # type: ignore[arg-type]
-    turn = Turn(question, lang, Branch.GROUNDED, False, "", res.decision, res.notes, (), "")
-    turn.retrieval, turn.composer, turn.rewrite = res, cfg.composer, rewrite
-    turn.composer_skipped = composer_skipped
     yield event(EventKind.DECISION, {**decision_data(res), **rewrite_data(rewrite)})
     yield event(EventKind.NOTES, {"notes": notes_data(res.notes)})
-    if res.decision == Decision.INSUFFICIENT:
-        why = gate_insufficient(res)
-        turn.outline_status = f"{CallStatus.SKIPPED}: {why}"
-    else:
-        why = _answer(turn, cfg, embedder, roles, options)
-        if not why and turn.check is not None:
-            for data in claims_data(turn.check, turn.notes):
+    g, plan = None, None
+    if res.decision != Decision.INSUFFICIENT:
+        framing = res.memory.framing if res.memory is not None else ()
+        g, plan = grounded_answer(searched, lang, res.notes, cfg, embedder, roles, options, framing)
+        if not g.why and g.check is not None:
+            for data in claims_data(g.check, res.notes):
                 yield event(EventKind.CLAIM, data)
-    if why and not turn.model_error:
-        turn.corpus_insufficient, turn.reason = True, why
-        skipped = fallback_skipped(cfg, enable_fallback)
-        if not skipped:
-            turn.fallback_unvetted = not cfg.fallback_bar
-            _take_fallback(turn, conn, cfg, embedder, reranker, roles("fallback"), options)
-            if turn.disclaimer:
-                yield event(EventKind.DISCLAIMER, {"text": turn.disclaimer})
-            if turn.check is not None:
-                for data in claims_data(turn.check, turn.admitted):
-                    yield event(EventKind.CLAIM, data)
-        else:
-            not_found(turn, cfg, skipped)
-    turn.usage = _usage_delta(before, roles.usage())
+    why = gate_insufficient(res) if g is None else g.why
+    skipped = fallback_skipped(cfg, enable_fallback) if why else ""
+    if not why:
+        ending = Ending(Branch.GROUNDED, g.text if g is not None else "")
+    elif skipped:
+        ending = not_found(res.notes, lang, cfg, skipped)
+    else:
+        ending = _fall_back(searched, lang, conn, cfg, embedder, reranker, roles, options)
+        if ending.fallback is not None and ending.fallback.disclaimer:
+            yield event(EventKind.DISCLAIMER, {"text": ending.fallback.disclaimer})
+        check = _shown_check(g, ending)
+        if check is not None and ending.fallback is not None:
+            for data in claims_data(check, ending.fallback.admitted):
+                yield event(EventKind.CLAIM, data)
+    turn = _turn(
+        question=question, lang=lang, rewrite=rewrite, res=res, composer=cfg.composer,
+        composer_skipped=composer_skipped, grounded=g, plan=plan, why=why, ending=ending,
+        usage=_usage_delta(before, roles.usage()),
+    )  # fmt: skip
     yield event(EventKind.TEXT, {"text": turn.text})
     yield event(EventKind.DONE, {"branch": str(turn.branch), "reason": turn.reason}, turn)
+
+
+def _failure(grounded: Grounded | None, ending: Ending) -> str:
+    """The failed model call of a turn as `model_error` says it ("" when none failed): the
+    composer's (or outline planner's), or the fallback model's."""
+    if grounded is not None and grounded.failed:
+        stage, status = grounded.failed, grounded.composed.status
+    elif ending.fallback is not None and ending.fallback.branch == Branch.ERROR:
+        stage, status = "fallback", ending.fallback.answer.status
+    else:
+        return ""
+    return f"{stage}: {Status.parse(status).detail}"
+
+
+def _shown_check(grounded: Grounded | None, ending: Ending) -> AnswerCheck | None:
+    """The claim check the turn keeps: the fallback answer's when it answered, else the grounded
+    answer's (None when neither was checked)."""
+    if ending.check is not None:
+        return ending.check
+    return grounded.check if grounded is not None else None
+
+
+def _turn(
+    *,
+    question: str,
+    lang: str,
+    rewrite: RewriteResult | None,
+    res: RetrievalResult,
+    composer: str,
+    composer_skipped: str,
+    grounded: Grounded | None,
+    plan: Outline | None,
+    why: str,
+    ending: Ending,
+    usage: dict[str, float],
+) -> Turn:
+    """The turn from its stages: the retrieval, the grounded answer (None when the gate found
+    the corpus insufficient), why the corpus is insufficient ("" when the answer stands) and
+    how the turn ended; a failed model call makes it branch error, with no text."""
+    failed, fb = _failure(grounded, ending), ending.fallback
+    if plan is not None:
+        theses, outline_status = plan.theses, plan.status
+    else:
+        theses, outline_status = (), f"{CallStatus.SKIPPED}: {why}" if grounded is None else ""
+    return Turn(
+        question=question, lang=lang, corpus_insufficient=bool(why), decision=res.decision,
+        branch=Branch.ERROR if failed else ending.branch, text="" if failed else ending.text,
+        reason=f"model error ({failed})" if failed else why, model_error=failed,
+        notes=res.notes, retrieval=res, usage=usage, rewrite=rewrite,
+        theses=theses, outline_status=outline_status,
+        composer=composer, composer_skipped=composer_skipped,
+        composed=grounded.composed.text if grounded is not None else "",
+        composed_status=grounded.composed.status if grounded is not None else "",
+        abstained=grounded.abstained if grounded is not None else "",
+        check=_shown_check(grounded, ending),
+        disclaimer=fb.disclaimer if fb is not None else "",
+        probes=fb.probes if fb is not None else (),
+        admitted=fb.admitted if fb is not None else (),
+        fallback=fb.answer if fb is not None else None,
+        dropped=ending.dropped, fallback_unvetted=ending.unvetted,
+        pointers=ending.pointers, fallback_skipped=ending.skipped,
+    )  # fmt: skip
 
 
 def live_rewrite(
@@ -326,13 +409,14 @@ def fallback_skipped(cfg: PipelineConfig, enable_fallback: bool | None) -> str:
     return ""
 
 
-def not_found(turn: Turn, cfg: PipelineConfig, skipped: str) -> None:
-    """The honest "I don't know": the fixed sentence in the user's language, then the nearest
-    notes at the certified floor as pointers (never numbered as citations)."""
-    turn.branch, turn.fallback_skipped = Branch.DECLINE, skipped
-    turn.pointers = nearest(turn.notes, cfg.fallback_admission)
-    line = pointer_line(turn.pointers, turn.lang)
-    turn.text = f"{NOT_FOUND[turn.lang]}\n{line}" if line else NOT_FOUND[turn.lang]
+def not_found(notes: Sequence[Candidate], lang: str, cfg: PipelineConfig, skipped: str) -> Ending:
+    """The honest "I don't know" (`skipped`: why the fallback model did not run): the fixed
+    sentence in the user's language, then the nearest notes at the certified floor as pointers
+    (never numbered as citations)."""
+    pointers = nearest(notes, cfg.fallback_admission)
+    line = pointer_line(pointers, lang)
+    text = f"{NOT_FOUND[lang]}\n{line}" if line else NOT_FOUND[lang]
+    return Ending(Branch.DECLINE, text, skipped=skipped, pointers=pointers)
 
 
 @dataclass(frozen=True)
@@ -443,36 +527,18 @@ def grounded_answer(
     return Grounded(composed, "", check, text, ""), plan
 
 
-def _answer(
-    turn: Turn, cfg: PipelineConfig, embedder: Embedder, roles: RoleClients, options: CallOptions
-) -> str:
-    """Fill the turn from `grounded_answer`; "" when the answer stands, else why the corpus is
-    insufficient for it (the turn is marked failed instead on a model error)."""
-    mem = turn.retrieval.memory if turn.retrieval is not None else None
-    framing = mem.framing if mem is not None else ()
-    g, plan = grounded_answer(
-        turn.searched, turn.lang, turn.notes, cfg, embedder, roles, options, framing
-    )
-    if plan is not None:
-        turn.outline_status, turn.theses = plan.status, plan.theses
-    turn.composed, turn.composed_status = g.composed.text, g.composed.status
-    turn.abstained, turn.check, turn.text = g.abstained, g.check, g.text
-    if g.failed:
-        turn.fail(g.failed, g.composed.status)
-    return g.why
-
-
-def _take_fallback(
-    turn: Turn,
+def _fall_back(
+    searched: str,
+    lang: str,
     conn: psycopg.Connection | None,
     cfg: PipelineConfig,
     embedder: Embedder,
     reranker: Reranker,
-    client: ChatClient,
+    roles: RoleClients,
     options: CallOptions,
-) -> None:
-    """Fill the turn from `fallback_turn`, searching probes with the production retrieval. The
-    answer's claims are checked against the admitted citations and recorded (flag policy: the
+) -> Ending:
+    """The fallback model's part (`fallback_turn`), its probes searched with the production
+    retrieval. The answer's claims are checked against the admitted citations (flag policy: the
     painted disclaimer already says the answer is not from the trusted sources)."""
 
     dropped: list[str] = []
@@ -485,28 +551,28 @@ def _take_fallback(
             return ()
 
     fb = fallback_turn(
-        client,
-        turn.searched,
+        roles("fallback"),
+        searched,
         search,
         admission=cfg.fallback_admission,
-        lang=turn.lang,
+        lang=lang,
         options=options,
         corpora=cfg.corpora,
     )
-    turn.branch, turn.text, turn.disclaimer = fb.branch, fb.text, fb.disclaimer
-    turn.probes, turn.admitted, turn.fallback = fb.probes, fb.admitted, fb.answer
-    checked_out = (f"probe {d}" for d in fb.answer.dropped_probes)
-    turn.dropped = (*turn.dropped, *checked_out, *dropped)
-    if fb.branch == Branch.ERROR:
-        turn.fail("fallback", fb.answer.status)
-    elif fb.branch == Branch.FALLBACK and fb.answer.answer:
+    check = None
+    if fb.branch == Branch.FALLBACK and fb.answer.answer:
         offered = {str(n): c.text for n, c in enumerate(fb.admitted, 1)}
-        turn.check = checked(
+        check = checked(
             fb.answer.answer, offered, cfg, embedder, policy="flag", claims=FALLBACK_CLAIMS
         )
+    checked_out = tuple(f"probe {d}" for d in fb.answer.dropped_probes)
+    return Ending(
+        fb.branch, fb.text, fb, check, (*checked_out, *dropped), unvetted=not cfg.fallback_bar
+    )
 
 
 __all__ = [
+    "Ending",
     "EventKind",
     "Grounded",
     "Turn",
