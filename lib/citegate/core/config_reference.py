@@ -32,7 +32,7 @@ _INTRO = """\
 
 <!-- Generated from the field declarations in lib/citegate/core/config.py by
 citegate.core.config_reference.render(); edit those, then write this page again:
-CITEGATE_REGENERATE=1 pytest tests/unit/test_config_reference.py -->
+CITEGATE_REGENERATE=1 .venv/bin/pytest tests/unit/test_config_reference.py -->
 
 Every field of `PipelineConfig`, the one typed object that holds the pipeline's thresholds and
 knobs, grouped by what its value feeds. The default is the design number (`DESIGN`), the value the
