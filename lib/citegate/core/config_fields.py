@@ -230,8 +230,8 @@ class PerLanguage:
 
 # Whether a field decides which candidates a retrieval collects (`Knob.collects`): not at all
 # (a replay applies it), always (every trace's collection key holds it), or when set (a key holds
-# it only when it differs from its default: a trace collected before the field existed was
-# collected at the default, and its key stays valid).
+# it only when it differs from its default, so a key without it means the default and the keys
+# of traces cached without it stay valid).
 REPLAYED, COLLECTED, COLLECTED_WHEN_SET = "", "always", "when set"
 
 
