@@ -149,7 +149,7 @@ def test_a_body_chunk_is_never_compared_for_negation() -> None:
 def test_the_decision_record_is_the_prechecks_own_reason_and_threshold() -> None:
     check = M.precheck(hits((PIN_A, 0.95), (PIN_B, 0.93)), 0.9)
     by = M.answered_by(check)
-    assert (by.kind, by.score, by.threshold) == (GateKind.MEMORY, 0.95, 0.9)
+    assert (by.kind, by.signal, by.threshold) == (GateKind.MEMORY, 0.95, 0.9)
     assert by.reason == f"{check.reason}: memory answers" and "soul" in by.reason
     with pytest.raises(ValueError, match="no pinned note answers"):
         M.answered_by(M.precheck(hits((PIN_A, 0.85)), 0.9))
