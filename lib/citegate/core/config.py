@@ -209,25 +209,27 @@ class PipelineConfig:
     )  # fmt: skip
     fallback_bar: str = knob(
         "", "roles",
-        doc="The notebook 04 run whose bar the fallback model passed. Empty: none has, so an "
+        doc="The verdict file of the fallback model's pass of notebook 04's bar, relative to the "
+        "config's folder (`models/verdict-fallback-<digest12>.json`). Empty: none, so an "
         "insufficient corpus gets \"I don't know\" with pointers (a call may still ask for it).",
     )  # fmt: skip
     rewrite_bar: str = knob(
         "", "roles",
-        doc="The notebook 01 run whose follow-up rewrite verdict the rewrite model passed. "
-        "Empty: none has, so a follow-up no rule resolves is searched as written, the reason "
-        "shown on the turn.",
+        doc="The verdict file of the rewrite model's pass of notebook 01's follow-up bar. Empty: "
+        "none, so a follow-up no rule resolves is searched as written, the reason shown on the "
+        "turn.",
     )  # fmt: skip
     planner_bar: str = knob(
         "", "roles",
-        doc="The run whose verdict on the query planner's model passed notebook 01's bar. "
-        "Empty: none has (no notebook measures one yet); a service and `citegate promote` "
-        "refuse `planner` `llm` without it (`pipeline.roles.bar_problem`).",
+        doc="The verdict file of the query planner's model on notebook 01's bar. Empty: none; a "
+        "service and `citegate promote` refuse `planner` `llm` without it "
+        "(`pipeline.roles.bar_problem`).",
     )  # fmt: skip
     composer_bar: str = knob(
         "", "roles",
-        doc="The notebook 06 run whose bar the composer's model passed. Empty: none has, so a "
-        "live turn answers with the extractive composer whatever `composer` names, and says so.",
+        doc="The verdict file of the generative composer's or the outline planner's model on "
+        "notebook 06's bar. Empty: none, so a live turn answers with the extractive composer "
+        "whatever `composer` names, and says so.",
     )  # fmt: skip
     arm: str = knob(
         "production", "fusion", OneOf(("production", "rrf_hybrid"), "production or rrf_hybrid"),

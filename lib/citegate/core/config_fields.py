@@ -78,8 +78,9 @@ GROUP_DOCS: dict[Group, str] = {
         'know" with the nearest notes as pointers.'
     ),
     Group.ROLES: (
-        "Which chat model each role runs, and the run whose bar that model passed: a live turn "
-        "runs a role's model only with one."
+        "Which chat model each role runs, and the verdict file that says the model passed the "
+        "bar its role's notebook measures (`core.verdicts`, `citegate models adopt`): a live "
+        "turn runs a generative role's model only with a passing verdict on that model."
     ),
 }
 
