@@ -56,7 +56,7 @@ GROUP_DOCS: dict[Group, str] = {
         "dedup of overlapping transcript windows."
     ),
     Group.FUSION: (
-        "Reciprocal rank fusion of the dense and lexical lists (`pipeline.arms`). It feeds the "
+        "Reciprocal rank fusion of the dense and lexical lists (`pipeline.fusion`). It feeds the "
         "`rrf_hybrid` arm's cut and, whatever the arm, the learned gate's `two_scale_score` "
         "signal, which production's gate model reads."
     ),
