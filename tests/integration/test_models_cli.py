@@ -66,7 +66,7 @@ def test_production_lists_every_role_on_the_local_model(
     out = capsys.readouterr().out
     table = rows(out)
     assert out.startswith("config: production (version ")
-    assert list(table) == ["planner", "rewrite", "outline", "composer", "fallback"]
+    assert list(table) == ["planner", "rewrite", "outline", "composer", "fallback", "judge"]
     assert {cells[2] for cells in table.values()} == {LOCAL_MODEL_ID}
     assert table["fallback"][1:] == [
         "no",
@@ -82,9 +82,10 @@ def test_production_lists_every_role_on_the_local_model(
     assert main(["models", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["config"]["source"] == "production" and [r["role"] for r in data["roles"]] == [
-        "planner", "rewrite", "outline", "composer", "fallback",
+        "planner", "rewrite", "outline", "composer", "fallback", "judge",
     ]  # fmt: skip
-    fallback = data["roles"][-1]
+    assert data["roles"][-1]["runs"] is False  # notebook 06 runs the judge, never a turn
+    fallback = data["roles"][-2]
     assert fallback == {
         "role": "fallback",
         "runs": False,

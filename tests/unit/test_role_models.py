@@ -92,6 +92,7 @@ def test_a_role_naming_a_remote_model_runs_it_and_the_others_stay_local(
         "outline": LOCAL_MODEL_ID,
         "composer": "openai/mid",
         "fallback": "openrouter/vendor/strong",
+        "judge": LOCAL_MODEL_ID,
     }
     assert roles("planner") is local and roles("outline") is local
     with stub_server([reply("ok")]) as stub:

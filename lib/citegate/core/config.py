@@ -231,6 +231,12 @@ class PipelineConfig:
         "notebook 06's bar. Empty: none, so a live turn answers with the extractive composer "
         "whatever `composer` names, and says so.",
     )  # fmt: skip
+    judge_bar: str = knob(
+        "", "roles",
+        doc="The verdict file of the pairwise judge's model on notebook 06's position-bias bar. "
+        "Empty: none. No turn runs the judge: notebook 06 compares composers with it, and "
+        "`citegate models` shows its verdict.",
+    )  # fmt: skip
     arm: str = knob(
         "production", "fusion", OneOf(("production", "rrf_hybrid"), "production or rrf_hybrid"),
         doc="The pipeline variant: `production` (pre-floor, cap, rerank, reserves) or "
@@ -302,6 +308,10 @@ class PipelineConfig:
     rewrite_model: str = knob(
         "", "roles", ChatModel(),
         doc="The follow-up rewrite's model in a conversation (empty: `llm`'s).",
+    )  # fmt: skip
+    judge_model: str = knob(
+        "", "roles", ChatModel(),
+        doc="The pairwise judge's model (empty: `llm`'s); only notebook 06 runs it.",
     )  # fmt: skip
     composer: str = knob(
         "extractive", "composer", OneOf(COMPOSERS),

@@ -104,12 +104,6 @@ def fixed_strings_language(lang: str) -> str:
     return lang if lang in DISCLAIMERS else "en"
 
 
-# The same function under the name pipeline/turn.py, pipeline/compose.py and
-# studies/{faithfulness,memory}/run.py import; it goes when they import fixed_strings_language
-# ("supported" is a claim's verdict: docs/pages/glossary.md).
-supported = fixed_strings_language
-
-
 def disclaimer_for(lang: str) -> str:
     """The mandated disclaimer of a language (English for any other language)."""
     return DISCLAIMERS[fixed_strings_language(lang)]
@@ -424,5 +418,4 @@ __all__ = [
     "fixed_strings_language",
     "paint",
     "parse_reply",
-    "supported",
 ]

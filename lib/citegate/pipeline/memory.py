@@ -1,4 +1,4 @@
-"""Curated memory in retrieval: the notes lane, the pre-check, boost and the pinned note.
+"""Curated memory in retrieval: the curated-note lane, the pre-check, boost and the pinned note.
 
 Editors keep notes apart from the corpus (`citegate memory import`, `store.memory`): **pinned**
 (a citable answer to a specific question), **boost** (a topic that raises the rerank scores of

@@ -319,7 +319,7 @@ def retrieve(
     """The production entry point: the final notes, the gate decision (and which gate made it,
     and why: `result.decided_by`), what curated memory did (`result.memory`) and the full trace.
 
-    With `cfg.memory` on, the notes lane runs first and its pre-check picks the policy (`policy`
+    With `cfg.memory` on, the curated-note lane runs first and its pre-check picks the policy (`policy`
     forces one: a study compares both on the same question): lean collects one shallow round,
     wide the config's own. Boost notes raise the rerank scores of what they cite before the cut;
     a pinned note that answers leads the final notes with the verses it cites, and the decision

@@ -1,10 +1,10 @@
 """One chat client per model role, made when a role first needs it, and what each role runs.
 
-A turn has five model roles (`ROLES`): the query planner, the follow-up rewrite (a conversation's
-later turns), the outline planner, the composer and the corpus fallback. Each names its model in
-the config (`PipelineConfig.planner_model`, `rewrite_model`, `outline_model`, `composer_model`,
-`fallback_model`; empty means `llm`), so the ladder of the
-design holds: cheap roles first, the strong model only on a coverage miss. A model id is "none"
+A turn has five model roles: the query planner, the follow-up rewrite (a conversation's later
+turns), the outline planner, the composer and the corpus fallback; the pairwise judge, the sixth
+of `ROLES`, runs only in notebook 06. Each names its model in the config
+(`PipelineConfig.planner_model`, `rewrite_model`, `outline_model`, `composer_model`,
+`fallback_model`, `judge_model`; empty means `llm`), so the ladder of the design holds: cheap roles first, the strong model only on a coverage miss. A model id is "none"
 (the bundled local model) or `openrouter/<id>` / `openai/<id>` (`models.llm.PROVIDERS`): a role
 runs a remote model only when its config (or a caller's explicit `--model`) names one, and a
 key set in the environment never moves a role by itself, so a role runs the model that was
@@ -12,12 +12,14 @@ measured. Every role naming the local model shares one llama.cpp server, started
 role first asks for a client: a turn the extractive composer answers starts no model at all.
 
 A role may also need a verdict: a generative role runs only on a model that passed the bar its
-notebook measures. The fallback's is `fallback_bar` (notebook 04; without it the turn says "I
-don't know", `turn.fallback_skipped`); the follow-up rewrite's is `rewrite_bar` (notebook 01;
-without it a follow-up no rule resolves is searched as written, `turn.live_rewrite`); the query
-planner's is `planner_bar` (notebook 01): a service refuses planner `llm` without one
-(`bar_problem`). `role_statuses` lists each role's
-model, whether it can be reached and its verdict (`citegate models`).
+notebook measures, and its bar field names that verdict's file (`core.verdicts`; `check_bars`
+reads and checks each one). The fallback's is `fallback_bar` (notebook 04; without it the turn
+says "I don't know", `turn.fallback_skipped`); the follow-up rewrite's is `rewrite_bar` (notebook
+01; without it a follow-up no rule resolves is searched as written, `turn.live_rewrite`); the
+query planner's is `planner_bar` (notebook 01): a service refuses planner `llm` without one
+(`bar_problem`); the composer's and the outline planner's is `composer_bar`, the judge's
+`judge_bar` (notebook 06). `role_statuses` lists each role's model, whether it can be reached and
+its verdict (`citegate models`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from citegate.models.llm import ChatClient, LLMUsage, missing_key, remote_client
 from citegate.models.llm_server import LOCAL_MODEL_ID, LocalLlamaServer, local_model_ready
 from citegate.store.production import load_verdict
 
-ROLES = ("planner", "rewrite", "outline", "composer", "fallback")
+ROLES = ("planner", "rewrite", "outline", "composer", "fallback", "judge")
 _FIELDS = {r: f"{r}_model" for r in ROLES}
 
 
@@ -74,6 +76,7 @@ def runnable_roles(cfg: PipelineConfig, fallback: bool | None = None) -> tuple[s
         "fallback": bool(cfg.enable_corpus_fallback and cfg.fallback_bar)
         if fallback is None
         else fallback,
+        "judge": False,  # notebook 06 runs the judge, never a turn
     }
     return tuple(r for r in ROLES if can[r])
 

@@ -56,7 +56,7 @@ from citegate.pipeline.fallback import (
     FallbackAnswer,
     FallbackTurn,
     fallback_turn,
-    supported,
+    fixed_strings_language,
 )
 from citegate.pipeline.llm_calls import DEFAULT_OPTIONS, CallOptions
 from citegate.pipeline.outline import Outline, outline_call
@@ -234,7 +234,7 @@ def turn_events(
         cfg = cfg.replace(composer="extractive")
     roles = client if isinstance(client, RoleClients) else RoleClients.single(client, cfg)
     before = roles.usage()
-    lang = supported(detect_language(question))
+    lang = fixed_strings_language(detect_language(question))
     rewrite = live_rewrite(question, history, cfg, roles) if history else None
     searched = rewrite.query_used if rewrite is not None else question
     res = retrieve(conn, searched, cfg, embedder, reranker, planner)  # type: ignore[arg-type]
