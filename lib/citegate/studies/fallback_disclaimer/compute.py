@@ -25,6 +25,7 @@ from citegate.corpus.questions import Question, QuestionSet
 from citegate.evaluation.metrics import rate_ci_or_nan
 from citegate.pipeline.fallback import detect_language, paint
 from citegate.pipeline.llm_calls import DEFAULT_OPTIONS
+from citegate.research.verdicts import VERDICT_COLUMNS
 from citegate.studies.fallback_disclaimer.citation.compute import threshold_sweep
 from citegate.studies.fallback_disclaimer.disclaimer import disclaimer_present
 
@@ -399,20 +400,8 @@ BAR: tuple[Criterion, ...] = (
     ),
 )
 
-BAR_COLUMNS = [
-    "model",
-    "criterion",
-    "label",
-    "value",
-    "ci95 low",
-    "ci95 high",
-    "n",
-    "threshold",
-    "rule",
-    "required",
-    "passed",
-    "reason",
-]
+# The bar table has the columns of a verdict table, one model at a time (no role column).
+BAR_COLUMNS = VERDICT_COLUMNS[1:]
 
 
 def _rate_cell(values: pd.Series) -> tuple[float, float, float, int]:
