@@ -22,6 +22,7 @@ def test_check_painted_is_a_check() -> None:
         fs.check_painted(ok.assign(painted_exact=[True, False]))
 
 
+@pytest.mark.llm_model
 def test_models_not_available_are_skipped_with_a_reason(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
