@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -125,11 +124,11 @@ def test_02_beside_04_gives_the_serial_numbers(
 ) -> None:
     """Real notebooks with every cache cold in each pass (its own CITEGATE_CACHE and CITEGATE_VAR):
     the retrieval pass of 02 and the LLM calls of 04 running at once, against the same PostgreSQL,
-    record exactly the metrics they record one after the other. (`make run` puts both in the
-    second lane to even out the lanes; here 02 is moved to the main lane so the two overlap.)"""
+    record exactly the metrics they record one after the other, with the kernels of both
+    lanes held to one thread each (`ThreadCap`)."""
     monkeypatch.setenv("DATABASE_URL", demo_db)
     specs = [
-        replace(load_spec(paths.EXPERIMENTS / "02_rerank_calibration.yaml"), lane="main"),
+        load_spec(paths.EXPERIMENTS / "02_rerank_calibration.yaml"),
         load_spec(paths.EXPERIMENTS / "04_fallback_disclaimer.yaml"),
     ]
     assert [s.lane for s in specs] == ["main", "second"]
