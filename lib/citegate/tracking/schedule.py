@@ -1,8 +1,8 @@
 """Running several experiments: side by side by lane, with one combined display and a summary.
 
-An experiment's `lane` (spec key, default `main`) says what holds it: notebook 04 waits on a local
-LLM server that runs on one thread (`lane: llm`), while 01-03 are retrieval passes on the database.
-Lanes run side by side, one thread each; the experiments of one lane run one after another in the
+An experiment's `lane` (spec key, default `main`) says where it runs: notebooks 04 and 06 wait on
+a local LLM server that runs on one thread (`lane: second`), beside the retrieval passes of the
+main lane. Lanes run side by side, one thread each; the experiments of one lane run one after another in the
 order given, so an experiment that reads what an earlier one of its lane cached still finds it.
 Each notebook is its own kernel process, every model call and retrieval trace is cached by its
 inputs (SQLite caches in WAL mode, written last-wins with equal values), the embedded PostgreSQL
