@@ -104,7 +104,7 @@ class TraceStore:
 
     def put(self, key: str, question: Question, slim: RetrievalTrace) -> None:
         """Store one trace, already slim (`RetrievalTrace.slim`). zlib's fastest level: level 6
-        took twice as long for every question of a cold pass."""
+        took 1.8 times as long (1.32 s against 0.72 s for the 270 traces of a cold fold pass)."""
         blob = zlib.compress(pickle.dumps(slim, protocol=5), 1)
         self.cache.put_many([(digest(key, question.text), blob)])
 

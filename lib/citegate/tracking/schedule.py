@@ -2,8 +2,9 @@
 
 An experiment's `lane` (spec key, default `main`) says where it runs: notebooks 04 and 06 wait on
 a local LLM server that runs on one thread (`lane: second`), beside the retrieval passes of the
-main lane. Lanes run side by side, one thread each; the experiments of one lane run one after another in the
-order given, so an experiment that reads what an earlier one of its lane cached still finds it.
+main lane. Lanes run side by side, one thread each; the experiments of one lane run one after
+another in the order given, so an experiment that reads what an earlier one of its lane cached
+still finds it.
 Each notebook is its own kernel process, every model call and retrieval trace is cached by its
 inputs (SQLite caches in WAL mode, written last-wins with equal values), the embedded PostgreSQL
 takes several clients, and the runner's MLflow and report writes hold `runner.STORE_LOCK`: a
